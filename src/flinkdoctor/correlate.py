@@ -1,0 +1,138 @@
+"""Correlate (driver, findings only): link findings by the causal relations the rules declare, rank root causes.
+
+A finding can explain another when its rule says so (`explains`: a rule or a category), the two are in the same
+scope (host, job, source; unknown counts as compatible) and the effect falls in the window around the cause. The
+window opens at the cause's onset, not its log time: a line such as "have not heard from server in 129565ms" or
+"stuck for 22s" says the condition began that long before it was written, and a stalled process writes late.
+A root cause is a `cause` finding that nothing else present explains; when two explain each other, the earlier
+onset wins. Symptoms never outrank their cause.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .match import Finding
+from .rulebook import Relation, Rule
+
+
+@dataclass
+class RootCause:
+    rule: Rule
+    instances: list[Finding]
+    count: int
+    chain: list[tuple[Rule, Finding, int]]  # (rule, instance, depth), in causal then time order
+    confidence: float
+    score: tuple = field(default=())
+
+
+def onset(finding: Finding, rule: Rule) -> datetime | None:
+    if finding.time is None:
+        return None
+    if rule.onset and finding.captures.get(rule.onset):
+        try:
+            amount = float(finding.captures[rule.onset])
+        except ValueError:
+            return finding.time
+        unit = rule.captures.get(rule.onset, {}).get("unit", "ms")
+        return finding.time - timedelta(milliseconds=amount * (1000 if unit == "s" else 1))
+    return finding.time
+
+
+def _covers(relation: Relation, target: Rule) -> bool:
+    return relation.rule == target.id if relation.rule else relation.category == target.category
+
+
+def _in_scope(scope: str, a: Finding, b: Finding) -> bool:
+    if scope == "source":
+        return a.sid == b.sid
+    if scope == "host":
+        return not (a.host and b.host and a.host != b.host)
+    if scope == "job":
+        return not (a.job_id and b.job_id and a.job_id != b.job_id)
+    return True
+
+
+def _in_window(relation: Relation, cause: Finding, cause_rule: Rule, effect: Finding) -> bool:
+    start = onset(cause, cause_rule)
+    if start is None or effect.time is None:
+        return True  # a line without a time (pasted text, dmesg) cannot be placed, so it cannot be ruled out
+    return start - timedelta(milliseconds=relation.before_ms) <= effect.time <= \
+        cause.time + timedelta(milliseconds=relation.after_ms)
+
+
+def _edge(cause_rule: Rule, causes: list[Finding], effect_rule: Rule, effects: list[Finding]):
+    """The first (cause, effect) pair that satisfies one of cause_rule's relations to effect_rule, or None."""
+    for relation in cause_rule.explains:
+        if not _covers(relation, effect_rule):
+            continue
+        for cause in causes:
+            for effect in effects:
+                if _in_scope(relation.scope, cause, effect) and _in_window(relation, cause, cause_rule, effect):
+                    return cause, effect
+    return None
+
+
+def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, Rule]) -> list[RootCause]:
+    by_rule: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        by_rule[finding.rule].append(finding)
+    present = [rules[r] for r in by_rule if rules[r].role != "context"]
+
+    edges: dict[str, dict[str, Finding]] = defaultdict(dict)  # cause rule -> effect rule -> effect instance
+    for cause_rule in present:
+        for effect_rule in present:
+            if cause_rule.id != effect_rule.id:
+                pair = _edge(cause_rule, by_rule[cause_rule.id], effect_rule, by_rule[effect_rule.id])
+                if pair:
+                    edges[cause_rule.id][effect_rule.id] = pair[1]
+
+    def first_onset(rule: Rule) -> datetime:
+        times = [onset(f, rule) for f in by_rule[rule.id]]
+        times = [t for t in times if t is not None]
+        return min(times) if times else datetime.max
+
+    def explained(rule: Rule) -> bool:
+        for cause_id, effects in edges.items():
+            if rule.id not in effects:
+                continue
+            mutual = cause_id in edges.get(rule.id, {})
+            if not mutual or first_onset(rules[cause_id]) <= first_onset(rule):
+                return True
+        return False
+
+    roots = []
+    for rule in present:
+        if rule.role != "cause" or explained(rule):
+            continue
+        chain = _chain(rule, edges, rules)
+        count = counts.get(rule.id, len(by_rule[rule.id]))
+        instances = by_rule[rule.id]
+        timed = any(f.time for f in instances)
+        confidence = min(0.99, rule.confidence + 0.03 * len(chain) - (0 if timed else 0.05))
+        root = RootCause(rule, instances, count, chain, round(confidence, 2))
+        root.score = (-len(chain), -rule.priority, -count, first_onset(rule))
+        roots.append(root)
+    roots.sort(key=lambda r: r.score)
+    return roots
+
+
+def _chain(root: Rule, edges, rules: dict[str, Rule]) -> list[tuple[Rule, Finding, int]]:
+    """Breadth-first walk of what the root explains, each rule once, ordered by depth then time."""
+    seen = {root.id}
+    frontier = [root.id]
+    chain = []
+    depth = 0
+    while frontier:
+        depth += 1
+        nxt = []
+        for cause_id in frontier:
+            for effect_id, instance in edges.get(cause_id, {}).items():
+                if effect_id not in seen:
+                    seen.add(effect_id)
+                    chain.append((rules[effect_id], instance, depth))
+                    nxt.append(effect_id)
+        frontier = nxt
+    chain.sort(key=lambda item: (item[2], item[1].time is None, item[1].time or datetime.min))
+    return chain

@@ -1,0 +1,218 @@
+"""Parse (Spark): staged text sources -> the events table, written as Parquet.
+
+One pass, no shuffle. The JVM reads the lines and flags event headers with each source's layout regex; a
+vectorised Arrow function (numpy + pyarrow, no per-line Python) glues each header to its continuation lines
+inside one file block, where Spark keeps the lines in file order; the JVM then splits the header fields, parses
+the time, and pulls out entities and the exception chain. A block's own line numbers are relative: the block
+table (lines per block) turns them into file line numbers for the few events that become evidence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .ingest import Manifest
+from .layouts import FIELDS, layout_by_id
+
+MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
+SEP = "\u0001"
+
+ASSEMBLED_SCHEMA = "sid int, block long, first_rel long, last_rel long, orphan boolean, candidate boolean, text string"
+
+# Entities every event carries (rules capture their own values on top of these).
+ENTITIES = {
+    "job_id": r"(?:[Jj]ob(?: ?[Ii]d)?|responsible for|Job [^(\n]{0,200}\()[ :=]*([0-9a-f]{32})\b",
+    "checkpoint_id": r"(?:[Cc]heckpoint|chk-)\s?(\d+)\b",
+    "container_id": r"(container_(?:e\d+_)?\d+_\d+_\d+_\d+)",
+    "hdfs_path": r"((?:hdfs|viewfs|s3a?|oss|file):/{0,3}[^\s'\"]+|No lease on (/\S+))",
+    "zk_session": r"session ?id (0x[0-9a-f]+)",
+}
+EXCEPTION_LINE = (r"(?m)^(?:\s*Caused by: |\s*)?((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable"
+                  r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$")
+
+
+@dataclass
+class EventsResult:
+    path: str            # events Parquet
+    blocks: dict         # sid -> [(block_start, lines)], in file order
+    stats: dict          # sid -> {"lines", "unparsed", "events"}
+
+
+def make_assembler(prefilter: str | None):
+    """The Arrow function for mapInArrow; `prefilter` (RE2) marks events that some rule could match."""
+    return lambda batches: _assemble(batches, prefilter)
+
+
+def _assemble(batches, prefilter: str | None):
+    """Glue continuation lines to their header; one output row per event (Arrow in, Arrow out)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    carry = None
+    last_key, last_rel = None, 0
+
+    def emit(rows, starts):
+        n = rows.num_rows
+        ends = np.append(starts[1:], n)
+        col = {name: rows.column(name).combine_chunks() for name in rows.column_names}
+        lists = pa.ListArray.from_arrays(pa.array(np.append(starts, n).astype(np.int32)), col["line"])
+        if (ends - starts).max(initial=0) > MAX_EVENT_LINES:
+            lists = pc.list_slice(lists, 0, MAX_EVENT_LINES)
+        text = pc.binary_join(lists, "\n")
+        candidate = pc.match_substring_regex(text, prefilter) if prefilter else pa.array(np.ones(len(starts), bool))
+        take = pa.array(starts)
+        return pa.RecordBatch.from_arrays(
+            [col["sid"].take(take), col["block"].take(take), col["rel"].take(take),
+             col["rel"].take(pa.array(ends - 1)), col["orphan"].take(take), candidate, text],
+            names=["sid", "block", "first_rel", "last_rel", "orphan", "candidate", "text"])
+
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        sid = batch.column("sid").to_numpy(zero_copy_only=False)
+        blk = batch.column("block").to_numpy(zero_copy_only=False)
+        hdr = batch.column("is_header").fill_null(False).to_numpy(zero_copy_only=False)
+        change = np.empty(n, dtype=bool)
+        change[1:] = (sid[1:] != sid[:-1]) | (blk[1:] != blk[:-1])
+        change[0] = last_key is None or (sid[0], blk[0]) != last_key
+        idx = np.arange(n, dtype=np.int64)
+        seg_start = np.maximum.accumulate(np.where(change, idx, 0))
+        rel = idx - seg_start + 1
+        if not change[0]:
+            rel[seg_start == 0] += last_rel
+        last_key, last_rel = (sid[-1], blk[-1]), int(rel[-1])
+        table = pa.table({
+            "sid": batch.column("sid"), "block": batch.column("block"), "rel": pa.array(rel),
+            "start": pa.array(hdr | change), "orphan": pa.array(change & ~hdr), "line": batch.column("line"),
+        })
+        if carry is not None:
+            table = pa.concat_tables([carry, table]).combine_chunks()
+        starts = np.flatnonzero(table.column("start").to_numpy())
+        if len(starts) > 1:
+            yield emit(table.slice(0, starts[-1]), starts[:-1])
+        carry = table.slice(starts[-1])
+    if carry is not None and carry.num_rows:
+        yield emit(carry, np.array([0]))
+
+
+def build_events(spark, manifest: Manifest, out_dir: Path, timezone: str = "UTC",
+                 prefilter: str | None = None) -> EventsResult:
+    from pyspark.sql import functions as F
+
+    sources = manifest.text_sources
+    out = str(Path(out_dir) / "events.parquet")
+    if not sources:
+        spark.createDataFrame([], _events_schema()).write.mode("overwrite").parquet(out)
+        return EventsResult(out, {}, {})
+
+    by_layout: dict[str, list[int]] = {}
+    for source in sources:
+        by_layout.setdefault(source.layout, []).append(source.id)
+
+    lines = (spark.read.option("lineSep", "\n").text([s.staged for s in sources])
+             .select(F.regexp_extract("_metadata.file_path", r"/(\d+)\.log(?:\.gz)?$", 1).cast("int").alias("sid"),
+                     F.col("_metadata.file_block_start").alias("block"),
+                     F.regexp_replace("value", "\r$", "").alias("line")))
+    is_header = F.lit(False)
+    blank = F.lit(False)
+    for layout_id, ids in by_layout.items():
+        if layout_id == "none":
+            blank = blank | F.col("sid").isin(ids)
+            continue
+        is_header = F.when(F.col("sid").isin(ids), F.col("line").rlike(layout_by_id(layout_id).header)) \
+            .otherwise(is_header)
+    lines = lines.select("sid", "block", is_header.alias("is_header"),
+                         F.when(blank, F.lit("")).otherwise(F.col("line")).alias("line"))
+    events = lines.mapInArrow(make_assembler(prefilter), ASSEMBLED_SCHEMA)
+    events = _parse_fields(events, by_layout, manifest.bundle_year, timezone)
+    events.write.mode("overwrite").parquet(out)
+
+    return EventsResult(out, *_block_stats(spark, out, sources))
+
+
+def _block_stats(spark, out: str, sources) -> tuple[dict, dict]:
+    """Lines per file block (to number lines), and per source: lines, unparsed lines, events.
+
+    Unparsed: every line of a binary source, and lines before the first header of a file whose layout has
+    timestamps (they cannot be placed in time). Lines of a later block before its first header continue the
+    previous block's last event.
+    """
+    from pyspark.sql import functions as F
+
+    binary = [s.id for s in sources if s.layout == "none"]
+    timed = [s.id for s in sources if s.layout != "none" and layout_by_id(s.layout).timed]
+    span = F.col("last_rel") - F.col("first_rel") + 1
+    headless = F.col("orphan") & (F.col("block") == 0) & F.col("sid").isin(timed)
+    unparsed = F.when(F.col("sid").isin(binary) | headless, span).otherwise(0)
+    rows = (spark.read.parquet(out).groupBy("sid", "block")
+            .agg(F.max("last_rel").alias("lines"), F.sum(unparsed).alias("unparsed"),
+                 F.sum(F.when(unparsed == 0, 1).otherwise(0)).alias("events"))
+            .collect())
+    blocks: dict[int, list[tuple[int, int]]] = {}
+    stats: dict[int, dict] = {}
+    for row in sorted(rows, key=lambda r: (r.sid, r.block)):
+        blocks.setdefault(row.sid, []).append((row.block, row.lines))
+        entry = stats.setdefault(row.sid, {"lines": 0, "unparsed": 0, "events": 0})
+        entry["lines"] += row.lines
+        entry["unparsed"] += row.unparsed
+        entry["events"] += row.events
+    return blocks, stats
+
+
+def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | None, timezone: str):
+    """Split each event's header line into fields with its source's layout; entities and exception chain."""
+    from pyspark.sql import functions as F
+
+    header = F.substring_index("text", "\n", 1)
+    parts = F.lit(None).cast("array<string>")
+    ts_parsed = F.lit(None).cast("timestamp")
+    fixed_logger = F.lit(None).cast("string")
+    for layout_id, ids in by_layout.items():
+        if layout_id == "none":
+            continue
+        layout = layout_by_id(layout_id)
+        template = SEP.join(f"${layout.group_index(f)}" if layout.group_index(f) else "" for f in FIELDS)
+        in_layout = F.col("sid").isin(ids) & ~F.col("orphan")
+        parts = F.when(in_layout, F.split(F.regexp_replace(header, layout.header, template), SEP)).otherwise(parts)
+        if layout.timed and layout.time_format:
+            raw = F.regexp_replace(F.col("_f")[0], r"\s+", " ")
+            if layout.year_from_bundle:
+                raw = F.concat_ws(" ", F.lit(str(bundle_year or 1970)), raw)
+            ts_parsed = F.when(in_layout, F.try_to_timestamp(raw, F.lit(layout.time_format))).otherwise(ts_parsed)
+        if layout.fixed_logger:
+            fixed_logger = F.when(in_layout, F.lit(layout.fixed_logger)).otherwise(fixed_logger)
+
+    def field(name):
+        value = F.col("_f")[FIELDS.index(name)]
+        return F.when(value != "", value)
+
+    body = F.when(F.instr("text", "\n") > 0, F.substring_index("text", "\n", -(2**31 - 1)))
+    events = events.withColumn("_f", parts)
+    events = events.select(
+        "sid", "block", "first_rel", "last_rel", "orphan", "candidate",
+        F.to_utc_timestamp(ts_parsed, timezone).alias("time"),
+        F.upper(field("level")).alias("level"),
+        F.coalesce(field("logger"), fixed_logger).alias("logger"),
+        field("thread").alias("thread"),
+        field("host").alias("host"),
+        field("uptime").cast("double").alias("uptime"),
+        F.coalesce(field("msg"), header).alias("message"),
+        "text",
+    )
+    events = events.withColumn("exceptions", F.regexp_extract_all("text", F.lit(EXCEPTION_LINE), 1))
+    for name, pattern in ENTITIES.items():
+        extracted = F.regexp_extract("text", pattern, 1)
+        if name == "hdfs_path":
+            extracted = F.coalesce(F.nullif(F.regexp_extract("text", pattern, 2), F.lit("")), extracted)
+        events = events.withColumn(name, F.nullif(extracted, F.lit("")))
+    return events.drop("_f")
+
+
+def _events_schema():
+    return ("sid int, block long, first_rel long, last_rel long, orphan boolean, candidate boolean, "
+            "time timestamp, level string, "
+            "logger string, thread string, host string, uptime double, message string, text string, "
+            "exceptions array<string>, job_id string, checkpoint_id string, container_id string, "
+            "hdfs_path string, zk_session string")

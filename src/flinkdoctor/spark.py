@@ -1,0 +1,38 @@
+"""The one SparkSession flinkdoctor uses: local[*] unless spark-submit or --master says otherwise."""
+from __future__ import annotations
+
+import os
+
+
+def spark_session(master: str | None = None, app_name: str = "flinkdoctor"):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    builder = SparkSession.builder.appName(app_name)
+    if master or not os.environ.get("SPARK_ENV_LOADED") and "spark.master" not in _submit_conf():
+        builder = builder.master(master or "local[*]")
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.driver.memory": os.environ.get("FLINKDOCTOR_DRIVER_MEMORY", "3g"),
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.parquet.compression.codec": "lz4_raw",
+    }
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _python() -> str:
+    import sys
+    return sys.executable
+
+
+def _submit_conf() -> str:
+    return os.environ.get("PYSPARK_SUBMIT_ARGS", "")

@@ -1,0 +1,52 @@
+"""One SparkSession for the whole test run (local[2], UI off, few shuffle partitions, UTC)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if not SHARED.exists():  # CI clones main with shared/ beside it
+    SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from flinkdoctor.spark import spark_session
+    session = spark_session("local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "4")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def rules():
+    from flinkdoctor.rulebook import load_rules
+    return load_rules()
+
+
+@pytest.fixture(scope="session")
+def diagnose_bundle(spark, rules, tmp_path_factory):
+    """diagnose() on the shared session, memoised per bundle."""
+    from flinkdoctor.diagnose import diagnose
+    cache = {}
+
+    def run(*paths, **options):
+        key = (tuple(str(p) for p in paths), tuple(sorted(options.items())))
+        if key not in cache:
+            work = tmp_path_factory.mktemp("work")
+            cache[key] = diagnose(list(paths), spark=spark, work_dir=work, rules=rules, **options)
+        return cache[key]
+    return run
+
+
+def line_at(path: Path, number: int) -> str:
+    """The text of line `number` (1-based) of a file, as flinkdoctor counts lines (split on \\n, \\r dropped)."""
+    with open(path, "rb") as handle:
+        for index, raw in enumerate(handle, 1):
+            if index == number:
+                return raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace")
+    raise AssertionError(f"{path} has fewer than {number} lines")
