@@ -62,6 +62,6 @@ def counters(manifest: Manifest, stats: dict[int, dict]) -> dict:
         lines += source.lines
         unparsed += source.unparsed
         in_events += source.lines - source.unparsed
-    files = len({s.path.split("#", 1)[0] for s in manifest.sources})
+    files = len({s.path for s in manifest.sources})
     return {"files": files, "lines": lines, "lines_in_events": in_events, "lines_unparsed": unparsed,
             "events": events}

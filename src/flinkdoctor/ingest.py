@@ -38,6 +38,7 @@ class Source:
     staged: str | None = None  # file Spark reads
     host: str | None = None
     container: str | None = None
+    log_type: str | None = None  # the file name inside a YARN aggregated log
     line_offset: int = 0       # line number in `path` of the line before this source's first line
     size: int = 0
     binary: bool = False
@@ -245,7 +246,8 @@ class _Builder:
     def add_text(self, path: Path, display: str, head: bytes, compressed: bool = False, staged_already=False,
                  host=None, container=None, line_offset=0, shown_path=None, logtype=None) -> None:
         source = Source(id=len(self.sources), path=shown_path or display, kind="unknown", host=host,
-                        container=container, line_offset=line_offset, size=path.stat().st_size)
+                        container=container, log_type=logtype, line_offset=line_offset,
+                        size=path.stat().st_size)
         name = (logtype or PurePosixPath(display).name).lower()
         structured = self._structured(path, name, head, compressed)
         if structured is not None:
@@ -270,8 +272,6 @@ class _Builder:
         elif not staged.exists():
             os.symlink(path.resolve(), staged)
         source.staged = str(staged)
-        if display != source.path:  # YARN splits keep the container and log type visible
-            source.path = display
         self.sources.append(source)
 
     @staticmethod

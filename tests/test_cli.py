@@ -1,0 +1,99 @@
+"""The command line as a user runs it: JSON contract on stdout only, exit codes, rule commands."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from conftest import DATA
+
+EXE = [sys.executable, "-m", "flinkdoctor"]
+
+
+def run(*args, **kwargs):
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    return subprocess.run([*EXE, *args], capture_output=True, text=True, env=env, timeout=600, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def json_run():
+    return run("diagnose", str(DATA / "seeds" / "003"), "--format", "json", "--fail-on", "host-stall")
+
+
+def test_json_on_stdout_is_the_contract(json_run):
+    assert json_run.returncode == 1, json_run.stderr[-2000:]  # --fail-on matched
+    report = json.loads(json_run.stdout)  # nothing but JSON on stdout
+    schema = json.loads(resources.files("flinkdoctor").joinpath("schemas/report.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    assert report["root_causes"][0]["category"] == "host-stall"
+
+
+def test_report_contract_holds_for_every_seed(diagnose_bundle):
+    schema = json.loads(resources.files("flinkdoctor").joinpath("schemas/report.schema.json").read_text())
+    for seed in sorted((DATA / "seeds").iterdir()):
+        jsonschema.validate(diagnose_bundle(seed), schema)
+
+
+def test_missing_input_exits_3():
+    result = run("diagnose", "/nonexistent/bundle")
+    assert result.returncode == 3 and "no such file" in result.stderr
+
+
+def test_usage_error_exits_2():
+    assert run("diagnose").returncode == 2
+
+
+def test_bad_user_rule_fails_before_spark_with_location(tmp_path):
+    (tmp_path / "mine.yaml").write_text("id: mine\ntitle: x\n")
+    result = run("diagnose", str(DATA / "seeds" / "004"), "--rules", str(tmp_path))
+    assert result.returncode == 2
+    assert "mine.yaml:1:" in result.stderr
+    assert "SparkContext" not in result.stderr and "Spark" not in result.stderr
+
+
+def test_rules_list_json():
+    result = run("rules", "list", "--format", "json")
+    rows = json.loads(result.stdout)
+    assert {"id", "category", "role", "cases"} <= set(rows[0])
+    assert any(r["id"] == "kernel-soft-lockup" and r["cases"] >= 2 for r in rows)
+
+
+def test_rules_show_prints_fix_and_references():
+    result = run("rules", "show", "hdfs-close-interrupted")
+    assert result.returncode == 0
+    assert "hdfs debug recoverLease" in result.stdout and "references:" in result.stdout
+
+
+def test_user_rules_folder_adds_a_signature(spark, tmp_path):
+    """A user's own rule, no Python: it matches the seed's GC-free ZooKeeper line and shows as a finding."""
+    (tmp_path / "zk-recovering-checkpoints.yaml").write_text("""\
+id: zk-recovering-checkpoints
+title: Checkpoints recovered from ZooKeeper
+category: other
+role: context
+match:
+  - message: 'Recovering checkpoints from ZooKeeper'
+explanation: The job restarted and reads its completed checkpoints back from ZooKeeper.
+references: [local]
+cases:
+  - source: seeds/003
+    match: |
+      [INFO ] 2019-04-23 17:39:19,756(437903668) --> [jobmanager-future-thread-20] org.apache.flink.runtime.checkpoint.ZooKeeperCompletedCheckpointStore.recover(ZooKeeperCompletedCheckpointStore.java:150): Recovering checkpoints from ZooKeeper.  
+  - source: seeds/003
+    no_match: |
+      [INFO ] 2019-04-23 17:39:19,857(437903769) --> [main-EventThread] org.apache.flink.shaded.curator.org.apache.curator.framework.state.ConnectionStateManager.postState(ConnectionStateManager.java:228): State change: SUSPENDED  
+""")
+    from flinkdoctor.rulebook import load_rules
+    rules = load_rules([tmp_path])
+    from flinkdoctor.diagnose import diagnose
+    report = diagnose([DATA / "seeds" / "003"], spark=spark, rules=rules, work_dir=tmp_path / "work")
+    assert any(f["rule"] == "zk-recovering-checkpoints" for f in report["findings"])
+    assert report["root_causes"][0]["rule"] == "kernel-soft-lockup"
+    result = run("rules", "test", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "2 passed, 0 failed" in result.stdout

@@ -1,0 +1,161 @@
+"""Ingest: YARN aggregated logs, archives, unsafe archives, hostile files; every line accounted for."""
+from __future__ import annotations
+
+import gzip
+import io
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, line_at
+from flinkdoctor.ingest import IngestError, ingest
+
+SEED3 = DATA / "seeds" / "003"
+
+
+def true_lines(data: bytes) -> int:
+    """A line is what ends in \\n; a last line without one counts too."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def yarn_block(container: str, host: str, logtype: str, content: bytes, hadoop3: bool) -> bytes:
+    """`yarn logs -applicationId` framing around a container's file (Hadoop 3 / Hadoop 2 spellings)."""
+    if hadoop3:
+        head = (f"Container: {container} on {host}_45454\nLogAggregationType: AGGREGATED\n"
+                f"{'=' * 68}\nLogType:{logtype}\nLogLastModifiedTime:Tue Apr 23 17:40:00 +0800 2019\n"
+                f"LogLength:{len(content)}\nLogContents:\n").encode()
+        return head + content + f"\nEnd of LogType:{logtype}\n{'*' * 88}\n\n".encode()
+    head = (f"Container: {container} on {host}_45454\n{'=' * 68}\nLogType:{logtype}\n"
+            f"Log Upload Time:Tue Apr 23 17:40:00 +0800 2019\nLogLength:{len(content)}\nLog Contents:\n").encode()
+    return head + content + b"\n"
+
+
+@pytest.mark.parametrize("hadoop3", [True, False], ids=["hadoop3", "hadoop2"])
+def test_yarn_aggregated_log_is_split_per_container(diagnose_bundle, tmp_path, hadoop3):
+    jm = (SEED3 / "jobmanager.log").read_bytes()
+    tm = (SEED3 / "taskmanager.log").read_bytes()
+    data = (yarn_block("container_1550743644028_2661_03_000001", "hadoop-080-037", "jobmanager.log", jm, hadoop3)
+            + yarn_block("container_1550743644028_2661_03_000008", "hadoop-081-159", "taskmanager.log", tm,
+                         hadoop3))
+    path = tmp_path / "application_1550743644028_2661.log"
+    path.write_bytes(data)
+    report = diagnose_bundle(path)
+    sources = report["input"]["sources"]
+    logs = {s["container"]: s for s in sources if s["kind"].startswith("flink-")}
+    assert logs["container_1550743644028_2661_03_000001"]["kind"] == "flink-jobmanager"
+    assert logs["container_1550743644028_2661_03_000001"]["host"] == "hadoop-080-037"
+    assert logs["container_1550743644028_2661_03_000008"]["kind"] == "flink-taskmanager"
+    assert report["input"]["lines"] == true_lines(data)
+    assert report["input"]["lines"] == report["input"]["lines_in_events"] + report["input"]["lines_unparsed"]
+    top = report["root_causes"][0]
+    assert top["category"] == "zookeeper-connectivity"  # no kernel log in this bundle
+    for step in top["evidence"] + top["chain"]:  # file:line point into the aggregated file itself
+        assert step["file"] == path.name
+        assert line_at(path, step["line"]).rstrip() == step["text"]
+
+
+def _archive(kind: str, target: Path, files: dict[str, bytes]) -> Path:
+    if kind == "zip":
+        with zipfile.ZipFile(target, "w") as archive:
+            for name, data in files.items():
+                archive.writestr(name, data)
+    else:
+        with tarfile.open(target, "w:gz") as archive:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    return target
+
+
+@pytest.mark.parametrize("suffix", [".tar.gz", ".tgz", ".zip"])
+def test_archives_give_the_same_diagnosis_as_the_folder(diagnose_bundle, tmp_path, suffix):
+    files = {f"incident/{p.name}": p.read_bytes() for p in sorted(SEED3.iterdir())}
+    archive = _archive("zip" if suffix == ".zip" else "tar", tmp_path / f"bundle{suffix}", files)
+    report = diagnose_bundle(archive)
+    folder = diagnose_bundle(SEED3)
+    assert report["input"]["lines"] == folder["input"]["lines"]
+    assert report["root_causes"][0]["rule"] == folder["root_causes"][0]["rule"] == "kernel-soft-lockup"
+    assert report["root_causes"][0]["evidence"][0]["file"] == "incident/messages"
+
+
+def test_gzip_single_file(diagnose_bundle, tmp_path):
+    target = tmp_path / "taskmanager.log.gz"
+    target.write_bytes(gzip.compress((DATA / "seeds" / "004" / "taskmanager.log").read_bytes()))
+    report = diagnose_bundle(target)
+    assert report["root_causes"][0]["category"] == "zookeeper-connectivity"
+    assert report["input"]["lines"] == true_lines((DATA / "seeds" / "004" / "taskmanager.log").read_bytes())
+
+
+@pytest.mark.parametrize("member", ["../escape.log", "/abs/escape.log", "a/../../escape.log"])
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_path_traversal_archive_is_refused(tmp_path, member, kind):
+    archive = _archive(kind, tmp_path / ("evil.zip" if kind == "zip" else "evil.tar.gz"), {member: b"x\n"})
+    with pytest.raises(IngestError, match="outside the bundle|refusing"):
+        ingest([archive], tmp_path / "work")
+    assert not (tmp_path / "escape.log").exists()
+
+
+def test_link_out_of_the_bundle_is_refused(tmp_path):
+    target = tmp_path / "links.tar.gz"
+    with tarfile.open(target, "w:gz") as archive:
+        info = tarfile.TarInfo("logs/passwd")
+        info.type, info.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
+        archive.addfile(info)
+    with pytest.raises(IngestError):
+        ingest([target], tmp_path / "work")
+
+
+def test_archive_size_limit(tmp_path):
+    archive = _archive("tar", tmp_path / "big.tar.gz", {"big.log": b"x" * 10_000})
+    with pytest.raises(IngestError, match="over the limit"):
+        ingest([archive], tmp_path / "work", max_unpacked=1000)
+
+
+def test_hostile_files_are_all_accounted_for(diagnose_bundle, tmp_path):
+    bundle = tmp_path / "hostile"
+    bundle.mkdir()
+    seed = (DATA / "seeds" / "004" / "taskmanager.log").read_bytes()
+    files = {
+        "binary.bin": bytes(range(256)) * 64 + b"\n\x00\x01\n" * 10,
+        "gbk.log": "2020-10-16 17:05:05,939 WARN 中文日志 - 会话超时\n".encode("gbk") * 3 + seed[:400],
+        "crlf.log": seed.replace(b"\n", b"\r\n"),
+        "long-line.log": seed.split(b"\n")[0] + b" " + b"y" * 1_000_000 + b"\n" + seed,
+        "no-final-newline.log": seed.rstrip(b"\n"),
+        "empty.log": b"",
+    }
+    for name, data in files.items():
+        (bundle / name).write_bytes(data)
+    report = diagnose_bundle(bundle)
+    counts = report["input"]
+    by_path = {s["path"]: s for s in counts["sources"]}
+    for name, data in files.items():
+        assert by_path[name]["lines"] == true_lines(data), name
+    assert by_path["binary.bin"]["unparsed"] == true_lines(files["binary.bin"])
+    assert counts["lines"] == sum(true_lines(d) for d in files.values())
+    assert counts["lines"] == counts["lines_in_events"] + counts["lines_unparsed"]
+    # the CRLF copy is read like the original: same ZooKeeper diagnosis, no stray \r in evidence
+    crlf = [ev for root in report["root_causes"] for ev in root["evidence"] if ev["file"] == "crlf.log"]
+    assert report["root_causes"][0]["category"] == "zookeeper-connectivity"
+    assert all(not ev["text"].endswith("\r") for ev in crlf)
+
+
+def test_file_names_carry_no_meaning(diagnose_bundle, tmp_path):
+    bundle = tmp_path / "renamed"
+    bundle.mkdir()
+    for source, name in (("messages", "a.log"), ("jobmanager.log", "b.txt"), ("taskmanager.log", "messages"),
+                         ("jstack-taskmanager.txt", "c")):
+        shutil.copy(SEED3 / source, bundle / name)
+    report = diagnose_bundle(bundle)
+    kinds = {s["path"]: s["kind"] for s in report["input"]["sources"]}
+    assert kinds["a.log"] == "kernel" and kinds["b.txt"] == "flink-jobmanager"
+    assert kinds["messages"] == "flink-taskmanager"
+    assert report["root_causes"][0]["rule"] == "kernel-soft-lockup"
+
+
+def test_missing_path_is_an_input_error(tmp_path):
+    with pytest.raises(IngestError, match="no such file"):
+        ingest([tmp_path / "nope"], tmp_path / "work")
