@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent / "data"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-if not SHARED.exists():  # CI clones main with shared/ beside it
-    SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# the shared knowledge (seeds, kb, loghub) sits beside the repository, in CI as on a developer's machine
+SHARED = Path(os.environ.get("FLINKDOCTOR_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ def test_version_from_config_keys():
 def test_required_literal():
     assert _required_literal({"text": r"Size of the state is larger than the maximum permitted memory-backed state\. "
                                       r"Size=\s?(?<size>\d+)"}) == "Size of the state is larger than the maximum " \
-                                                                   "permitted memory-backed state."
+                                                                   "permitted memory-backed state. Size="
     assert _required_literal({"message": "State change: SUSPENDED"}) == "State change: SUSPENDED"
     assert _required_literal({"text": "a|b"}) is None
     assert _required_literal({"text": "(?i)timeout"}) is None

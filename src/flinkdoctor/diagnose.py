@@ -53,6 +53,8 @@ def counters(manifest: Manifest, stats: dict[int, dict]) -> dict:
     """input.* counters; every line is in an event or unparsed, for text and structured sources alike."""
     lines = in_events = unparsed = events = 0
     for source in manifest.sources:
+        if source.derived:
+            continue  # its lines are the JSON document's, counted there
         if source.staged:
             s = stats.get(source.id, {"lines": 0, "unparsed": 0, "events": 0})
             source.lines, source.unparsed = s["lines"], s["unparsed"]
@@ -62,6 +64,6 @@ def counters(manifest: Manifest, stats: dict[int, dict]) -> dict:
         lines += source.lines
         unparsed += source.unparsed
         in_events += source.lines - source.unparsed
-    files = len({s.path for s in manifest.sources})
+    files = len({s.path for s in manifest.sources if not s.derived})
     return {"files": files, "lines": lines, "lines_in_events": in_events, "lines_unparsed": unparsed,
             "events": events}

@@ -180,7 +180,10 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
             raw = F.regexp_replace(F.col("_f")[0], r"\s+", " ")
             if layout.year_from_bundle:
                 raw = F.concat_ws(" ", F.lit(str(bundle_year or 1970)), raw)
-            ts_parsed = F.when(in_layout, F.try_to_timestamp(raw, F.lit(layout.time_format))).otherwise(ts_parsed)
+            parsed = F.try_to_timestamp(raw, F.lit(layout.time_format))
+            if not layout.utc:
+                parsed = F.to_utc_timestamp(parsed, timezone)
+            ts_parsed = F.when(in_layout, parsed).otherwise(ts_parsed)
         if layout.fixed_logger:
             fixed_logger = F.when(in_layout, F.lit(layout.fixed_logger)).otherwise(fixed_logger)
 
@@ -192,7 +195,7 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
     events = events.withColumn("_f", parts)
     events = events.select(
         "sid", "block", "first_rel", "last_rel", "orphan", "candidate",
-        F.to_utc_timestamp(ts_parsed, timezone).alias("time"),
+        ts_parsed.alias("time"),
         F.upper(field("level")).alias("level"),
         F.coalesce(field("logger"), fixed_logger).alias("logger"),
         field("thread").alias("thread"),

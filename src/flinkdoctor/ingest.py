@@ -20,8 +20,10 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from .layouts import detect_layout
+from .rest import render, rest_events
 
 HEAD_BYTES = 256 * 1024
+MAX_JSON_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_UNPACKED = 20 * 1024**3
 
 
@@ -42,6 +44,8 @@ class Source:
     line_offset: int = 0       # line number in `path` of the line before this source's first line
     size: int = 0
     binary: bool = False
+    derived: bool = False      # written by flinkdoctor from a structured source (REST JSON); not input lines
+    fixed_line: int | None = None  # evidence line for every event of a derived source (the JSON's line)
     lines: int = 0             # filled for structured sources here, for text sources by the Spark stage
     unparsed: int = 0
     document: object = field(default=None, repr=False)  # parsed JSON / config, for the analyzers
@@ -115,16 +119,21 @@ class _Builder:
             self.skipped.append({"path": display, "reason": "broken link"})
         elif path.is_dir():
             for child in sorted(path.rglob("*")):
+                rel = child.relative_to(path).as_posix()
+                rel = f"{display}/{rel}" if display else rel
                 if child.is_file():
-                    rel = child.relative_to(path).as_posix()
-                    self.add_file(child, f"{display}/{rel}" if display else rel)
+                    self.add_file(child, rel)
+                elif not child.is_dir():
+                    self.skipped.append({"path": rel, "reason": "not a regular file (broken link, socket, ...)"})
         elif path.is_file():
-            self.add_file(path, display or path.name)
+            self.add_file(path, display)
         else:
             raise IngestError(f"{path}: no such file or folder")
 
     def add_file(self, path: Path, display: str) -> None:
         lower = path.name.lower()
+        if not display and not lower.endswith(ARCHIVE_SUFFIXES):
+            display = path.name
         if lower.endswith(ARCHIVE_SUFFIXES):
             self.archives += 1
             target = self.unpacked / str(self.archives)
@@ -253,6 +262,8 @@ class _Builder:
         if structured is not None:
             source.kind, source.document, source.lines = structured
             self.sources.append(source)
+            if source.kind == "flink-rest-json":
+                self._add_rest_events(source)
             return
         if b"\x00" in head[:8192]:
             source.binary, source.layout = True, "none"
@@ -274,18 +285,32 @@ class _Builder:
         source.staged = str(staged)
         self.sources.append(source)
 
+    def _add_rest_events(self, document_source: Source) -> None:
+        """Exceptions and failed checkpoints of a REST snapshot, as a derived text source for the rules."""
+        events = rest_events(document_source.document)
+        if not events:
+            return
+        derived = Source(id=len(self.sources), path=document_source.path, kind="flink-rest-json",
+                         layout="rest-event", derived=True, fixed_line=1)
+        staged = self.staging / f"{derived.id:05d}.log"
+        staged.write_text(render(events), encoding="utf-8")
+        derived.staged, derived.size = str(staged), staged.stat().st_size
+        self.sources.append(derived)
+
     @staticmethod
     def _structured(path: Path, name: str, head: bytes, compressed: bool):
         """(kind, document, lines) for REST JSON and Flink configuration files, else None."""
         stripped = head.lstrip()
         if name.endswith(".json") or stripped[:1] in (b"{", b"["):
-            if len(head) < HEAD_BYTES and not compressed:
-                try:
-                    document = json.loads(head.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
-                    return None
-                return "flink-rest-json", document, _count_lines(head)
-            return None
+            size = path.stat().st_size
+            if compressed or size > MAX_JSON_BYTES:
+                return None
+            data = head if size <= len(head) else path.read_bytes()
+            try:
+                document = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                return None  # not JSON after all (a log line starting with '{'): read it as text
+            return "flink-rest-json", document, _count_lines(data)
         looks_config = name in CONFIG_NAMES or name.endswith((".yaml", ".yml", ".properties")) and \
             re.search(rb"^(jobmanager|taskmanager|state|execution|high-availability|rest|parallelism)\.",
                       head, re.M) is not None
@@ -355,10 +380,9 @@ def ingest(paths: list[str | Path], work_dir: Path, year: int | None = None,
         if not path.exists():
             raise IngestError(f"{path}: no such file or folder")
     for path in paths:
-        display = "" if path.is_dir() and len(paths) == 1 else path.name
-        if len(paths) > 1 and path.is_dir():
-            display = path.name
-        builder.add_input(path, display)
+        # one input: paths relative to it (an archive's member paths); several: each under its own name
+        single_container = len(paths) == 1 and (path.is_dir() or path.name.lower().endswith(ARCHIVE_SUFFIXES))
+        builder.add_input(path, "" if single_container else path.name)
     bundle_year = year or (max(set(builder.years), key=builder.years.count) if builder.years else None)
     return Manifest(sources=builder.sources, work_dir=Path(work_dir), bundle_year=bundle_year,
                     skipped=builder.skipped)

@@ -23,6 +23,8 @@ class Layout:
     timed: bool
     year_from_bundle: bool
     fixed_logger: str | None
+    utc: bool = False      # times are UTC already (no --timezone shift)
+    detect: bool = True    # offered to layout detection (False: only set by flinkdoctor itself)
 
     @property
     def python_regex(self) -> re.Pattern:
@@ -46,7 +48,7 @@ def load_layouts() -> tuple[Layout, ...]:
         layout = Layout(
             id=raw["id"], header=raw["header"], time_format=raw.get("time_format"),
             timed=raw.get("timed", True), year_from_bundle=raw.get("year_from_bundle", False),
-            fixed_logger=raw.get("fixed_logger"),
+            fixed_logger=raw.get("fixed_logger"), utc=raw.get("utc", False), detect=raw.get("detect", True),
         )
         layout.python_regex  # fail at load on a bad pattern
         layouts.append(layout)
@@ -67,7 +69,7 @@ def detect_layout(lines: list[str]) -> str:
         return "plain"
     best, best_hits = "plain", 0
     for layout in load_layouts():
-        if layout.id == "plain":
+        if layout.id == "plain" or not layout.detect:
             continue
         regex = layout.python_regex
         hits = sum(1 for line in sample if regex.match(line))

@@ -141,7 +141,7 @@ def collect_findings(findings_df, blocks: dict, manifest: Manifest) -> tuple[lis
     for row in rows:
         counts[row.rule] = row.cnt
         source = sources[row.sid]
-        line = source.line_offset + offsets.get((row.sid, row.block), 0) + row.first_rel + row.idx
+        line = source.fixed_line or source.line_offset + offsets.get((row.sid, row.block), 0) + row.first_rel + row.idx
         findings.append(Finding(
             rule=row.rule, sid=row.sid, line=line, time=row.time, host=row.host or source.host,
             job_id=row.job_id, text=(row.line_text or "").rstrip(), captures=dict(row.captures or {}),

@@ -115,7 +115,8 @@ def build_report(manifest: Manifest, counters: dict, findings: list[Finding], co
         "schema": SCHEMA,
         "input": {**counters, "sources": [
             {"path": s.path, "kind": s.kind, "layout": s.layout, "lines": s.lines, "unparsed": s.unparsed,
-             "host": s.host, "container": s.container, "log_type": s.log_type} for s in manifest.sources]},
+             "host": s.host, "container": s.container, "log_type": s.log_type}
+            for s in manifest.sources if not s.derived]},
         "flink_version": {"version": version, "from": version_source},
         "root_causes": root_causes,
         "findings": finding_rows,

@@ -1,0 +1,39 @@
+"""Recorded fault-lab bundles (real Flink 1.20 and 2.x runs): each scenario's category must be the top root cause."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import DATA
+
+EXPECTED = {
+    "state-over-memory-limit": {"state-size-limit"},
+    "checkpoint-timeout": {"checkpoint-timeout"},
+    "restart-exhausted": {"user-code-error"},
+    "taskmanager-freeze": {"host-stall", "taskmanager-lost"},
+    "jobmanager-freeze": {"host-stall"},
+    "zookeeper-freeze": {"zookeeper-connectivity"},
+    "heap-oom": {"jvm-heap-oom"},
+    "heap-oom-exit": {"jvm-heap-oom"},
+}
+BUNDLES = sorted(p for p in (DATA / "lab").glob("*/*.tar.gz") if p.name.removesuffix(".tar.gz") in EXPECTED)
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=[f"{p.parent.name}/{p.name.removesuffix('.tar.gz')}"
+                                                for p in BUNDLES])
+def test_scenario_diagnosed(diagnose_bundle, bundle):
+    scenario = bundle.name.removesuffix(".tar.gz")
+    report = diagnose_bundle(bundle)
+    assert report["root_causes"], f"{scenario}: no root cause; findings: {[f['rule'] for f in report['findings']]}"
+    top = report["root_causes"][0]
+    assert top["category"] in EXPECTED[scenario], (scenario, [(r["rule"], r["category"])
+                                                             for r in report["root_causes"]])
+    assert report["flink_version"]["version"] == bundle.parent.name
+    assert report["input"]["lines"] == report["input"]["lines_in_events"] + report["input"]["lines_unparsed"]
+
+
+def test_rest_snapshots_are_evidence(diagnose_bundle):
+    """The REST exception history is read like a log: the restart-exhausted failure shows in rest/*.json too."""
+    bundle = DATA / "lab" / "1.20.3" / "restart-exhausted.tar.gz"
+    report = diagnose_bundle(bundle)
+    files = {ev["file"] for f in report["findings"] for ev in f["evidence"]}
+    assert any(f.endswith("job-exceptions.json") for f in files), files
