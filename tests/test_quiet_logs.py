@@ -5,27 +5,31 @@ import pytest
 
 from conftest import DATA, SHARED
 
+# system: (layout, kind, quiet). Quiet samples hold only routine operation; the Hadoop sample mixes in runs with
+# injected machine-down / network / disk-full failures (its README), so a diagnosis there is not invented.
 LOGHUB = {
-    "Zookeeper": ("zookeeper-server", "zookeeper"),
-    "HDFS": ("hdfs-2008", "hdfs-datanode"),
-    "Hadoop": ("hadoop-daemon", None),
-    "Spark": ("spark-log4j", None),
-    "Linux": ("syslog", None),
+    "Zookeeper": ("zookeeper-server", "zookeeper", True),
+    "HDFS": ("hdfs-2008", "hdfs-datanode", True),
+    "Hadoop": ("hadoop-daemon", "unknown", False),
+    "Spark": ("spark-log4j", "unknown", True),
+    "Linux": ("syslog", None, True),
 }
 HEALTHY = sorted((DATA / "lab").glob("*/healthy.tar.gz"))
 
 
 @pytest.mark.parametrize("system", sorted(LOGHUB))
-def test_loghub_sample_parsed_with_its_layout_and_no_root_cause(diagnose_bundle, system):
-    layout, kind = LOGHUB[system]
+def test_loghub_sample_parsed_with_its_layout_and_no_invented_root_cause(diagnose_bundle, system):
+    layout, kind, quiet = LOGHUB[system]
     report = diagnose_bundle(SHARED / "loghub" / system / f"{system}_2k.log", year=2005)
     source = report["input"]["sources"][0]
     assert source["layout"] == layout
     if kind:
         assert source["kind"] == kind
+    assert not source["kind"].startswith("flink-")
     assert report["input"]["lines"] == 2000
     assert report["input"]["lines_unparsed"] == 0
-    assert report["root_causes"] == []
+    if quiet:
+        assert report["root_causes"] == []
 
 
 def test_healthy_flink_runs_were_recorded():

@@ -5,6 +5,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .diagnose import whole_stage_codegen
 from .events import build_events
 from .ingest import ingest
 from .match import match_events, prefilter_regex
@@ -54,8 +55,9 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             source.layout = case["layout"]
     events = build_events(spark, manifest, work / "run", prefilter=prefilter_regex(rules))
     from pyspark.sql import functions as F
-    found = (match_events(spark.read.parquet(events.path).where(F.col("candidate")), rules, manifest)
-             .select("sid", "rule").distinct().collect())
+    with whole_stage_codegen(spark, False):
+        found = (match_events(spark.read.parquet(events.path).where(F.col("candidate")), rules, manifest)
+                 .select("sid", "rule").distinct().collect())
     fired = {(row.sid, row.rule) for row in found}
     results = []
     for rule, index, case, expect, rel in planned:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .correlate import correlate
@@ -35,7 +36,8 @@ def diagnose(paths: list[str | Path], *, spark=None, work_dir: str | Path | None
 
     from pyspark.sql import functions as F
     candidates = spark.read.parquet(events.path).where(F.col("candidate"))
-    findings, counts = collect_findings(match_events(candidates, rules, manifest), events.blocks, manifest)
+    with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
+        findings, counts = collect_findings(match_events(candidates, rules, manifest), events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
 
     by_id = {rule.id: rule for rule in rules}
@@ -47,6 +49,19 @@ def diagnose(paths: list[str | Path], *, spark=None, work_dir: str | Path | None
     timings["total_s"] = round(time.perf_counter() - started, 3)
     return build_report(manifest, counters(manifest, events.stats), findings, counts, roots, by_id, version,
                         version_source, timings)
+
+
+@contextmanager
+def whole_stage_codegen(spark, enabled: bool):
+    """Whole-stage code generation off for a query whose expression outgrows Java's 64 KB method limit: the
+    regexes dominate the cost, and Spark would otherwise compile, fail, log a stack trace and fall back."""
+    key = "spark.sql.codegen.wholeStage"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def counters(manifest: Manifest, stats: dict[int, dict]) -> dict:

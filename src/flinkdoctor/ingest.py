@@ -362,6 +362,9 @@ def classify(name: str, text: str, layout: str) -> str:
     if layout == "zookeeper-server":
         return "zookeeper"
     votes = {kind: sum(text.count(marker) for marker in markers) for kind, markers in KIND_MARKERS.items()}
+    if "flink" not in text.lower():  # ResourceManager, JobMaster, ... are Hadoop words too
+        for kind in ("flink-jobmanager", "flink-taskmanager", "flink-client"):
+            votes[kind] = 0
     for hint, kind in NAME_HINTS:
         if hint in name:
             votes[kind] = votes.get(kind, 0) + 3

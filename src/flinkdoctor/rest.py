@@ -14,8 +14,14 @@ MESSAGE_KEYS = ("stacktrace", "root-exception", "exception", "failure_message")
 TIME_KEYS = ("timestamp", "failure_timestamp", "trigger_timestamp")
 
 
+# Top-level keys of the REST answers that carry failures: /jobs/:id/exceptions and /jobs/:id/checkpoints.
+REST_FAILURE_KEYS = ("root-exception", "exceptionHistory", "all-exceptions", "history")
+
+
 def rest_events(document) -> list[tuple[int | None, str]]:
     """(epoch ms or None, text) for every exception and checkpoint failure in a REST JSON document."""
+    if not (isinstance(document, dict) and any(key in document for key in REST_FAILURE_KEYS)):
+        return []
     found: list[tuple[int | None, str]] = []
     seen = set()
 

@@ -1,0 +1,218 @@
+"""A throw-away standalone Flink cluster whose every file, port and process belongs to one run.
+
+Flink's own scripts start the daemons (bin/jobmanager.sh, taskmanager.sh, zookeeper.sh), so the
+logs, .out files and command lines are exactly those an operator gets. FLINK_CONF_DIR, FLINK_LOG_DIR
+and FLINK_PID_DIR point into the run directory; ports are picked free; the daemons run in their own
+session so a Ctrl-C in the terminal reaches us, not them, and we stop them by pid.
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+DAEMONS = {"jobmanager": "standalonesession", "taskmanager": "taskexecutor", "zookeeper": "zookeeper"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+class Cluster:
+    """One JobManager + one TaskManager (+ optional ZooKeeper) living in `run_dir`."""
+
+    def __init__(self, home: Path, run_dir: Path, overrides: dict, zookeeper: bool = False):
+        self.home = Path(home)
+        self.dir = Path(run_dir)
+        self.conf_dir = self.dir / "conf"
+        self.log_dir = self.dir / "log"
+        self.tmp = self.dir / "tmp"  # working state, not part of the bundle
+        self.pid_dir = self.tmp / "pid"
+        self.zookeeper = zookeeper
+        self.pids: dict[str, int] = {}
+        self.rest_port = free_port()
+        self.config = self._config(overrides)
+
+    # -- configuration -------------------------------------------------------------------
+    def _config(self, overrides: dict) -> dict:
+        shipped = _flatten(yaml.safe_load((self.home / "conf" / "config.yaml").read_text()) or {})
+        java_opts = shipped.get("env.java.opts.all", "")
+        cfg = {
+            "jobmanager.rpc.address": "localhost",
+            "jobmanager.bind-host": "localhost",
+            "jobmanager.rpc.port": free_port(),
+            "rest.address": "localhost",
+            "rest.bind-address": "localhost",
+            "rest.port": self.rest_port,
+            "taskmanager.host": "localhost",
+            "taskmanager.bind-host": "localhost",
+            "taskmanager.numberOfTaskSlots": 2,
+            "parallelism.default": 1,
+            "jobmanager.memory.process.size": "1g",
+            "taskmanager.memory.process.size": "1200m",
+            "jobmanager.execution.failover-strategy": "region",
+            "env.java.opts.all": f"{java_opts} -Djava.io.tmpdir={self.tmp / 'java'}".strip(),
+            "env.log.dir": str(self.log_dir),
+            "env.pid.dir": str(self.pid_dir),
+            "io.tmp.dirs": str(self.tmp / "io"),
+            "web.tmpdir": str(self.tmp / "web"),
+            "blob.storage.directory": str(self.tmp / "blob"),
+        }
+        if self.zookeeper:
+            self.zk_port = free_port()
+            cfg.update({
+                "high-availability.type": "zookeeper",
+                "high-availability.zookeeper.quorum": f"localhost:{self.zk_port}",
+                "high-availability.storageDir": f"file://{self.tmp / 'ha'}",
+                "high-availability.cluster-id": "/flinkdoctor-lab",
+            })
+        cfg.update(overrides)
+        return cfg
+
+    def write_config(self) -> None:
+        """conf/ = the distribution's log4j/logback files + our config.yaml (+ zoo.cfg)."""
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        for f in (self.home / "conf").iterdir():
+            if f.name.startswith(("log4j", "logback")):
+                shutil.copy(f, self.conf_dir / f.name)
+        for d in (self.log_dir, self.pid_dir, self.tmp / "java", self.tmp / "io", self.tmp / "web"):
+            d.mkdir(parents=True, exist_ok=True)
+        text = "# written by flinkdoctor lab\n" + yaml.safe_dump(self.config, sort_keys=False, width=100000)
+        (self.conf_dir / "config.yaml").write_text(text)
+        if self.zookeeper:
+            (self.conf_dir / "zoo.cfg").write_text(
+                "tickTime=1000\ninitLimit=10\nsyncLimit=5\n"
+                f"clientPort={self.zk_port}\ndataDir={self.tmp / 'zk'}\n"
+            )
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        env.update(FLINK_CONF_DIR=str(self.conf_dir), FLINK_LOG_DIR=str(self.log_dir),
+                   FLINK_PID_DIR=str(self.pid_dir), FLINK_HOME=str(self.home))
+        env.setdefault("USER", getpass.getuser())  # Flink names its log and pid files after it
+        env.pop("FLINK_ENV_JAVA_OPTS", None)
+        return env
+
+    # -- processes -----------------------------------------------------------------------
+    def start(self, role: str, *args: str) -> int:
+        """Start a daemon with Flink's script and return its JVM pid (from Flink's pid file)."""
+        script = {"jobmanager": "jobmanager.sh", "taskmanager": "taskmanager.sh", "zookeeper": "zookeeper.sh"}[role]
+        subprocess.run([str(self.home / "bin" / script), "start", *args], env=self.env(), check=True,
+                       stdout=subprocess.DEVNULL, start_new_session=True, timeout=60)
+        pid_file = next(self.pid_dir.glob(f"flink-*-{DAEMONS[role]}.pid"))
+        pid = int(pid_file.read_text().split()[-1])
+        self.pids[role] = pid
+        return pid
+
+    def alive(self, role: str) -> bool:
+        pid = self.pids.get(role)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        try:  # a zombie (exited, not yet reaped) does not count
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    def signal(self, role: str, sig: int) -> None:
+        os.kill(self.pids[role], sig)
+
+    def stop(self, role: str, grace: float = 20.0) -> None:
+        """SIGCONT (it may be frozen), SIGTERM, then SIGKILL after `grace` seconds."""
+        pid = self.pids.get(role)
+        if pid is None or not self.alive(role):
+            self.pids.pop(role, None)
+            return
+        for sig in (signal.SIGCONT, signal.SIGTERM):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                break
+        deadline = time.time() + grace
+        while time.time() < deadline and self.alive(role):
+            time.sleep(0.2)
+        if self.alive(role):
+            os.kill(pid, signal.SIGKILL)
+            while self.alive(role):
+                time.sleep(0.1)
+        self.pids.pop(role, None)
+
+    def stop_all(self) -> None:
+        """Stop in the order stop-cluster.sh uses: TaskManager, JobManager, then ZooKeeper."""
+        for role in ("taskmanager", "jobmanager", "zookeeper"):
+            try:
+                self.stop(role)
+            except Exception:  # keep stopping the others
+                pass
+
+    # -- REST and client -----------------------------------------------------------------
+    @property
+    def rest_url(self) -> str:
+        return f"http://localhost:{self.rest_port}"
+
+    def get(self, path: str, timeout: float = 5.0):
+        with urllib.request.urlopen(self.rest_url + path, timeout=timeout) as r:
+            return json.loads(r.read())
+
+    def wait_ready(self, timeout: float = 120.0, slots: int = 1) -> None:
+        """Wait until the REST API answers and a TaskManager has registered its slots."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for role in self.pids:
+                if not self.alive(role):
+                    raise RuntimeError(f"{role} died during startup; see {self.log_dir}")
+            try:
+                if self.get("/overview").get("slots-total", 0) >= slots:
+                    return
+            except Exception:
+                pass
+            time.sleep(1)
+        raise TimeoutError(f"cluster not ready after {timeout:.0f}s; see {self.log_dir}")
+
+    def flink(self, *args: str, timeout: float = 120) -> str:
+        """Run bin/flink against this cluster (it logs to log/flink-*-client-*.log)."""
+        res = subprocess.run([str(self.home / "bin" / "flink"), *args], env=self.env(), capture_output=True,
+                             text=True, timeout=timeout, start_new_session=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"bin/flink {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
+        return res.stdout
+
+    def submit(self, jar: Path, *args: str, options: tuple[str, ...] = ()) -> str:
+        """bin/flink run -d [options] jar args; returns the job id the client printed."""
+        out = self.flink("run", "-d", *options, "-c", "flinkdoctor.lab.LabJob", str(jar), *args)
+        m = re.search(r"JobID ([0-9a-f]{32})", out)
+        if not m:
+            raise RuntimeError(f"no JobID in bin/flink output:\n{out}")
+        return m.group(1)
+
+    def job_state(self, job_id: str) -> str | None:
+        try:
+            return self.get(f"/jobs/{job_id}", timeout=3)["state"]
+        except Exception:
+            return None
