@@ -14,7 +14,15 @@ EXPECTED = {
     "zookeeper-freeze": {"zookeeper-connectivity"},
     "heap-oom": {"jvm-heap-oom"},
     "heap-oom-exit": {"jvm-heap-oom"},
+    "incompatible-restore": {"state-restore-incompatible"},
+    "slots-short": {"resources-unavailable"},
 }
+
+
+def test_every_scenario_recorded_on_both_versions():
+    for version in ("1.20.3", "2.1.1"):
+        recorded = {p.name.removesuffix(".tar.gz") for p in (DATA / "lab" / version).glob("*.tar.gz")}
+        assert set(EXPECTED) | {"healthy"} <= recorded, (version, set(EXPECTED) - recorded)
 BUNDLES = sorted(p for p in (DATA / "lab").glob("*/*.tar.gz") if p.name.removesuffix(".tar.gz") in EXPECTED)
 
 

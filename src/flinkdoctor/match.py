@@ -47,50 +47,77 @@ def prefilter_regex(rules: list[Rule]) -> str | None:
     return "|".join(re.escape(lit) for lit in sorted(literals)) if literals else None
 
 
-def _signature_condition(sig: dict, F):
-    cond = F.lit(True)
-    for key, column in (("text", "text"), ("message", "message"), ("logger", "logger"), ("thread", "thread")):
+def sql_str(text: str) -> str:
+    """A Spark SQL string literal holding `text` exactly (regexes keep every backslash)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
+def _signature_sql(sig: dict) -> str:
+    parts = []
+    if sig.get("literal"):
+        parts.append(f"instr(text, {sql_str(sig['literal'])}) > 0")
+    for key in ("text", "message", "logger", "thread"):
         if key in sig:
-            cond = cond & F.col(column).rlike(sig[key])
+            parts.append(f"{key} RLIKE {sql_str(sig[key])}")
     if "exception" in sig:
-        cond = cond & F.exists("exceptions", lambda e: e.rlike(sig["exception"]))
+        parts.append(f"exists(exceptions, e -> e RLIKE {sql_str(sig['exception'])})")
     if "level" in sig:
-        cond = cond & F.col("level").isin(sig["level"])
-    literal = sig.get("literal")
-    if literal:
-        cond = F.col("text").contains(literal) & cond
-    return cond
+        parts.append("level IN (" + ", ".join(sql_str(level) for level in sig["level"]) + ")")
+    return " AND ".join(parts)
 
 
-def _captures(rule: Rule, sig: dict, F):
-    pairs = []
+def _capture_sql(rule: Rule, sig: dict) -> dict[str, str]:
+    captures = {}
     for name in rule.captures:
         for key in ("text", "message", "logger", "thread"):
-            if key in sig and name in _python_regex(sig[key]).groupindex:
-                index = _python_regex(sig[key]).groupindex[name]
-                pairs += [F.lit(name), F.regexp_extract(F.col(key), sig[key], index)]
+            index = _python_regex(sig[key]).groupindex.get(name) if key in sig else None
+            if index:
+                captures[name] = f"regexp_extract({key}, {sql_str(sig[key])}, {index})"
                 break
-    return F.create_map(*pairs) if pairs else F.create_map().cast("map<string,string>")
+    return captures
 
 
-def _where(rule: Rule, captures, F):
-    cond = F.lit(True)
+def _where_sql(rule: Rule, captures: dict[str, str]) -> str:
+    parts = []
     for name, bounds in rule.where.items():
-        value = F.regexp_replace(captures[name], "[,_]", "").try_cast("double")
+        value = f"try_cast(regexp_replace({captures.get(name, 'NULL')}, '[,_]', '') AS DOUBLE)"
         if "gte" in bounds:
-            cond = cond & (value >= bounds["gte"])
+            parts.append(f"{value} >= {float(bounds['gte'])}")
         if "lte" in bounds:
-            cond = cond & (value <= bounds["lte"])
-    return cond
+            parts.append(f"{value} <= {float(bounds['lte'])}")
+    return " AND ".join(parts)
 
 
-def _line_index(sig: dict, F):
+def _line_index_sql(sig: dict) -> str:
     """Which line of the event matched: the first line holding the text signature, else the header (0)."""
     if "text" not in sig:
-        return F.lit(0)
-    pos = F.regexp_instr(F.col("text"), F.lit(sig["text"]))
-    return F.greatest(F.size(F.split(F.substring(F.col("text"), 1, F.greatest(pos - 1, F.lit(0))), "\n")) - 1,
-                      F.lit(0))
+        return "0"
+    position = f"regexp_instr(text, {sql_str(sig['text'])})"
+    return f"greatest(size(split(substring(text, 1, greatest({position} - 1, 0)), '\\n')) - 1, 0)"
+
+
+def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
+    """One SQL expression: the array of (rule, captures, line index) structs of the rules an event matches.
+
+    Built as text and parsed once by Spark: building it through Column calls costs a py4j round trip each.
+    """
+    per_rule = []
+    for rule in rules:
+        sids = sorted({sid for kind in rule.sources for sid in kinds.get(kind, [])})
+        options = []
+        for sig in rule.signatures:
+            cond = _signature_sql(sig)
+            captures = _capture_sql(rule, sig)
+            if rule.where:
+                cond += " AND " + _where_sql(rule, captures)
+            if rule.sources:
+                cond = (f"sid IN ({', '.join(map(str, sids))}) AND " if sids else "false AND ") + cond
+            capture_map = ("map(" + ", ".join(f"{sql_str(k)}, {v}" for k, v in captures.items()) + ")") \
+                if captures else "CAST(map() AS map<string,string>)"
+            options.append(f"CASE WHEN {cond} THEN named_struct('rule', {sql_str(rule.id)}, 'captures', "
+                           f"{capture_map}, 'idx', {_line_index_sql(sig)}) END")
+        per_rule.append(options[0] if len(options) == 1 else f"coalesce({', '.join(options)})")
+    return f"filter(array({', '.join(per_rule)}), h -> h IS NOT NULL)"
 
 
 def match_events(events, rules: list[Rule], manifest: Manifest):
@@ -100,24 +127,7 @@ def match_events(events, rules: list[Rule], manifest: Manifest):
     kinds: dict[str, list[int]] = {}
     for source in manifest.text_sources:
         kinds.setdefault(source.kind, []).append(source.id)
-    per_rule = []
-    for rule in rules:
-        options = []
-        for sig in rule.signatures:
-            captures = _captures(rule, sig, F)
-            cond = _signature_condition(sig, F)
-            if rule.sources:
-                sids = [sid for kind in rule.sources for sid in kinds.get(kind, [])]
-                cond = F.col("sid").isin(sids) & cond
-            options.append(F.when(cond, F.struct(captures.alias("captures"), _line_index(sig, F).alias("idx"))))
-        hit = F.coalesce(*options) if len(options) > 1 else options[0]
-        if rule.where:
-            hit = F.when(_where(rule, hit["captures"], F), hit)
-        per_rule.append(F.when(hit.isNotNull(), F.struct(F.lit(rule.id).alias("rule"),
-                                                         hit["captures"].alias("captures"),
-                                                         hit["idx"].alias("idx"))))
-    hits = F.filter(F.array(*per_rule), lambda h: h.isNotNull())
-    found = events.select("*", F.explode(hits).alias("m"))
+    found = events.select("*", F.explode(F.expr(rules_sql(rules, kinds))).alias("m"))
     return found.select(
         "sid", "block", "first_rel", "time", "host", "job_id", "checkpoint_id", "hdfs_path", "container_id",
         F.col("m.rule").alias("rule"), F.col("m.captures").alias("captures"), F.col("m.idx").alias("idx"),

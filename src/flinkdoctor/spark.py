@@ -22,6 +22,9 @@ def spark_session(master: str | None = None, app_name: str = "flinkdoctor"):
         "spark.python.worker.reuse": "true",
         "spark.sql.parquet.compression.codec": "lz4_raw",
     }
+    for item in filter(None, os.environ.get("FLINKDOCTOR_SPARK_CONF", "").split(",")):  # k=v,k=v overrides
+        key, _, value = item.partition("=")
+        conf[key.strip()] = value.strip()
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
