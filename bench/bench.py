@@ -27,6 +27,12 @@ HEX32 = re.compile(r"\b[0-9a-f]{32}\b")
 FILE_BYTES = 100 * 1024 * 1024
 
 
+# Start-up output (configuration dump, class path, environment) is printed once per process; a long-running
+# job's log is its steady state, so these are left out of the replayed templates.
+STARTUP = re.compile(r"GlobalConfiguration|EnvironmentInformation|ClusterEntrypoint|TaskManagerRunner|"
+                     r"BootstrapTools|Loading configuration property|Classpath:|Program Arguments:|JVM Options:")
+
+
 def templates() -> tuple[list[list[str]], list[list[str]]]:
     """(single-line events, multi-line events) from the recorded lab runs (log4j2 layout), as lists of lines."""
     single, multi = [], []
@@ -45,6 +51,8 @@ def templates() -> tuple[list[list[str]], list[list[str]]]:
                         event.append(line)
                 if event:
                     (multi if len(event) > 1 else single).append(event)
+    single = [e for e in single if len(e[0]) < 400 and not STARTUP.search(e[0])]
+    multi = [e for e in multi if not STARTUP.search(e[0])]
     return single, multi
 
 

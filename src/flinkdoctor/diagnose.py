@@ -66,14 +66,14 @@ def whole_stage_codegen(spark, enabled: bool):
 
 def counters(manifest: Manifest, stats: dict[int, dict]) -> dict:
     """input.* counters; every line is in an event or unparsed, for text and structured sources alike."""
-    lines = in_events = unparsed = events = 0
+    lines = in_events = unparsed = 0
+    events = stats.get("events", 0)
     for source in manifest.sources:
         if source.derived:
             continue  # its lines are the JSON document's, counted there
         if source.staged:
-            s = stats.get(source.id, {"lines": 0, "unparsed": 0, "events": 0})
+            s = stats.get(source.id, {"lines": 0, "unparsed": 0})
             source.lines, source.unparsed = s["lines"], s["unparsed"]
-            events += s["events"]
         else:
             events += 1 if source.lines else 0  # a JSON document, a config file, a YARN log's framing
         lines += source.lines

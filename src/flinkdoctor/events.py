@@ -17,7 +17,8 @@ from .layouts import FIELDS, layout_by_id
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
 SEP = "\u0001"
 
-ASSEMBLED_SCHEMA = "sid int, block long, first_rel long, last_rel long, orphan boolean, candidate boolean, text string"
+ASSEMBLED_SCHEMA = ("sid int, block long, first_rel long, last_rel long, orphan boolean, seg_end boolean, "
+                    "candidate boolean, text string")
 
 # Entities every event carries (rules capture their own values on top of these).
 ENTITIES = {
@@ -35,7 +36,7 @@ EXCEPTION_LINE = (r"(?m)^(?:\s*Caused by: |\s*)?((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w
 class EventsResult:
     path: str            # events Parquet
     blocks: dict         # sid -> [(block_start, lines)], in file order
-    stats: dict          # sid -> {"lines", "unparsed", "events"}
+    stats: dict          # sid -> {"lines", "unparsed"}; "events" -> number of events
 
 
 def make_assembler(prefilter: str | None):
@@ -52,10 +53,13 @@ def _assemble(batches, prefilter: str | None):
     carry = None
     last_key, last_rel = None, 0
 
-    def emit(rows, starts):
+    def emit(rows, starts, next_changes: bool):
+        """Events of `rows` starting at `starts`; `next_changes`: the row after `rows` opens a new file block."""
         n = rows.num_rows
         ends = np.append(starts[1:], n)
         col = {name: rows.column(name).combine_chunks() for name in rows.column_names}
+        change = col["change"].to_numpy(zero_copy_only=False)
+        seg_end = np.append(change[ends[:-1]], next_changes)  # last event of its block: the block's lines
         lists = pa.ListArray.from_arrays(pa.array(np.append(starts, n).astype(np.int32)), col["line"])
         if (ends - starts).max(initial=0) > MAX_EVENT_LINES:
             lists = pc.list_slice(lists, 0, MAX_EVENT_LINES)
@@ -64,8 +68,8 @@ def _assemble(batches, prefilter: str | None):
         take = pa.array(starts)
         return pa.RecordBatch.from_arrays(
             [col["sid"].take(take), col["block"].take(take), col["rel"].take(take),
-             col["rel"].take(pa.array(ends - 1)), col["orphan"].take(take), candidate, text],
-            names=["sid", "block", "first_rel", "last_rel", "orphan", "candidate", "text"])
+             col["rel"].take(pa.array(ends - 1)), col["orphan"].take(take), pa.array(seg_end), candidate, text],
+            names=["sid", "block", "first_rel", "last_rel", "orphan", "seg_end", "candidate", "text"])
 
     for batch in batches:
         n = batch.num_rows
@@ -85,20 +89,23 @@ def _assemble(batches, prefilter: str | None):
         last_key, last_rel = (sid[-1], blk[-1]), int(rel[-1])
         table = pa.table({
             "sid": batch.column("sid"), "block": batch.column("block"), "rel": pa.array(rel),
-            "start": pa.array(hdr | change), "orphan": pa.array(change & ~hdr), "line": batch.column("line"),
+            "start": pa.array(hdr | change), "orphan": pa.array(change & ~hdr), "change": pa.array(change),
+            "line": batch.column("line"),
         })
         if carry is not None:
             table = pa.concat_tables([carry, table]).combine_chunks()
         starts = np.flatnonzero(table.column("start").to_numpy())
         if len(starts) > 1:
-            yield emit(table.slice(0, starts[-1]), starts[:-1])
+            next_changes = bool(table.column("change")[int(starts[-1])].as_py())
+            yield emit(table.slice(0, starts[-1]), starts[:-1], next_changes)
         carry = table.slice(starts[-1])
     if carry is not None and carry.num_rows:
-        yield emit(carry, np.array([0]))
+        yield emit(carry, np.array([0]), True)
 
 
 def build_events(spark, manifest: Manifest, out_dir: Path, timezone: str = "UTC",
                  prefilter: str | None = None) -> EventsResult:
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     sources = manifest.text_sources
@@ -127,37 +134,43 @@ def build_events(spark, manifest: Manifest, out_dir: Path, timezone: str = "UTC"
                          F.when(blank, F.lit("")).otherwise(F.col("line")).alias("line"))
     events = lines.mapInArrow(make_assembler(prefilter), ASSEMBLED_SCHEMA)
     events = _parse_fields(events, by_layout, manifest.bundle_year, timezone)
+    observation = Observation("line-accounting")
+    events = events.observe(observation, *_accounting(sources)).drop("seg_end")
     events.write.mode("overwrite").parquet(out)
+    return EventsResult(out, *_block_stats(observation.get, sources))
 
-    return EventsResult(out, *_block_stats(spark, out, sources))
 
-
-def _block_stats(spark, out: str, sources) -> tuple[dict, dict]:
-    """Lines per file block (to number lines), and per source: lines, unparsed lines, events.
-
-    Unparsed: every line of a binary source, and lines before the first header of a file whose layout has
-    timestamps (they cannot be placed in time). Lines of a later block before its first header continue the
-    previous block's last event.
-    """
+def _accounting(sources):
+    """Metrics observed while the events are written, so no second pass: each file block's line count (from
+    its last event), and the unparsed lines: every line of a binary source, and lines before the first header
+    of a file whose layout has timestamps (they cannot be placed in time). Lines of a later block before its
+    first header continue the previous block's last event."""
     from pyspark.sql import functions as F
 
     binary = [s.id for s in sources if s.layout == "none"]
     timed = [s.id for s in sources if s.layout != "none" and layout_by_id(s.layout).timed]
     span = F.col("last_rel") - F.col("first_rel") + 1
     headless = F.col("orphan") & (F.col("block") == 0) & F.col("sid").isin(timed)
-    unparsed = F.when(F.col("sid").isin(binary) | headless, span).otherwise(0)
-    rows = (spark.read.parquet(out).groupBy("sid", "block")
-            .agg(F.max("last_rel").alias("lines"), F.sum(unparsed).alias("unparsed"),
-                 F.sum(F.when(unparsed == 0, 1).otherwise(0)).alias("events"))
-            .collect())
+    unparsed = F.col("sid").isin(binary) | headless
+    derived = F.col("sid").isin([s.id for s in sources if s.derived])  # events of a JSON document: not input
+    return [
+        F.collect_list(F.when(F.col("seg_end"), F.struct("sid", "block", F.col("last_rel").alias("lines"))))
+        .alias("blocks"),
+        F.collect_list(F.when(unparsed, F.struct("sid", span.alias("lines")))).alias("unparsed"),
+        F.count_if(~unparsed & ~derived).alias("events"),
+    ]
+
+
+def _block_stats(observed: dict, sources) -> tuple[dict, dict]:
+    """Lines per file block (to number lines), and per source its lines and unparsed lines."""
     blocks: dict[int, list[tuple[int, int]]] = {}
-    stats: dict[int, dict] = {}
-    for row in sorted(rows, key=lambda r: (r.sid, r.block)):
-        blocks.setdefault(row.sid, []).append((row.block, row.lines))
-        entry = stats.setdefault(row.sid, {"lines": 0, "unparsed": 0, "events": 0})
-        entry["lines"] += row.lines
-        entry["unparsed"] += row.unparsed
-        entry["events"] += row.events
+    stats: dict[int, dict] = {s.id: {"lines": 0, "unparsed": 0} for s in sources}
+    for row in sorted(observed["blocks"], key=lambda r: (r["sid"], r["block"])):
+        blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
+        stats[row["sid"]]["lines"] += row["lines"]
+    for row in observed["unparsed"]:
+        stats[row["sid"]]["unparsed"] += row["lines"]
+    stats["events"] = observed["events"]
     return blocks, stats
 
 
@@ -194,7 +207,7 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
     body = F.when(F.instr("text", "\n") > 0, F.substring_index("text", "\n", -(2**31 - 1)))
     events = events.withColumn("_f", parts)
     events = events.select(
-        "sid", "block", "first_rel", "last_rel", "orphan", "candidate",
+        "sid", "block", "first_rel", "last_rel", "orphan", "seg_end", "candidate",
         ts_parsed.alias("time"),
         F.upper(field("level")).alias("level"),
         F.coalesce(field("logger"), fixed_logger).alias("logger"),

@@ -52,10 +52,10 @@ def sql_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
-def _signature_sql(sig: dict) -> str:
+def _signature_sql(sig: dict, literal: str | None) -> str:
     parts = []
-    if sig.get("literal"):
-        parts.append(f"instr(text, {sql_str(sig['literal'])}) > 0")
+    if literal:  # a plain substring test first: most events fail it, and then no regex runs
+        parts.append(f"instr(text, {sql_str(literal)}) > 0")
     for key in ("text", "message", "logger", "thread"):
         if key in sig:
             parts.append(f"{key} RLIKE {sql_str(sig[key])}")
@@ -105,8 +105,8 @@ def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
     for rule in rules:
         sids = sorted({sid for kind in rule.sources for sid in kinds.get(kind, [])})
         options = []
-        for sig in rule.signatures:
-            cond = _signature_sql(sig)
+        for sig, literal in zip(rule.signatures, rule.literals()):
+            cond = _signature_sql(sig, literal)
             captures = _capture_sql(rule, sig)
             if rule.where:
                 cond += " AND " + _where_sql(rule, captures)
