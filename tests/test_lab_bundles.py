@@ -39,6 +39,20 @@ def test_scenario_diagnosed(diagnose_bundle, bundle):
     assert report["input"]["lines"] == report["input"]["lines_in_events"] + report["input"]["lines_unparsed"]
 
 
+@pytest.mark.parametrize("version", ["1.20.3", "2.1.1"])
+def test_checkpoint_history_from_rest_alone(diagnose_bundle, tmp_path, version):
+    """Only the REST snapshots of the checkpoint-timeout run: the checkpoint history names the cause too."""
+    import tarfile
+    with tarfile.open(DATA / "lab" / version / "checkpoint-timeout.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    rest = next(tmp_path.glob("*/rest"))
+    report = diagnose_bundle(rest)
+    top = report["root_causes"][0]
+    assert top["category"] == "checkpoint-timeout"
+    assert all(ev["file"].endswith(".json") for ev in top["evidence"])
+    assert "expired before completing" in top["evidence"][0]["text"]
+
+
 def test_rest_snapshots_are_evidence(diagnose_bundle):
     """The REST exception history is read like a log: the restart-exhausted failure shows in rest/*.json too."""
     bundle = DATA / "lab" / "1.20.3" / "restart-exhausted.tar.gz"

@@ -217,12 +217,16 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
         F.coalesce(field("msg"), header).alias("message"),
         "text",
     )
-    events = events.withColumn("exceptions", F.regexp_extract_all("text", F.lit(EXCEPTION_LINE), 1))
+    # entities and the exception chain are for events a rule may match: regexes over every event's full text
+    # would cost more than everything else in this stage
+    candidate = F.col("candidate")
+    events = events.withColumn("exceptions", F.when(candidate, F.regexp_extract_all(
+        "text", F.lit(EXCEPTION_LINE), 1)).otherwise(F.array().cast("array<string>")))
     for name, pattern in ENTITIES.items():
         extracted = F.regexp_extract("text", pattern, 1)
         if name == "hdfs_path":
             extracted = F.coalesce(F.nullif(F.regexp_extract("text", pattern, 2), F.lit("")), extracted)
-        events = events.withColumn(name, F.nullif(extracted, F.lit("")))
+        events = events.withColumn(name, F.when(candidate, F.nullif(extracted, F.lit(""))))
     return events.drop("_f")
 
 

@@ -34,17 +34,22 @@ class Finding:
 
 
 def prefilter_regex(rules: list[Rule]) -> str | None:
-    """An RE2/Java alternation of every signature's literal: an event matching none of them cannot match a rule.
-
-    None when some signature has no literal (then every event is a candidate).
+    """An RE2/Java regex that every event a rule can match must match: an alternation of each signature's
+    literal, anywhere in the event for signatures that read the whole text, in its first line for those that
+    read only the header message. None when some signature has no literal (every event is then a candidate).
     """
-    literals = set()
+    anywhere, first_line = set(), set()
     for rule in rules:
-        for literal in rule.literals():
+        for sig, literal in zip(rule.signatures, rule.literals()):
             if literal is None:
                 return None
-            literals.add(literal)
-    return "|".join(re.escape(lit) for lit in sorted(literals)) if literals else None
+            (anywhere if "text" in sig or "exception" in sig else first_line).add(re.escape(literal))
+    parts = []
+    if anywhere:
+        parts.append("|".join(sorted(anywhere)))
+    if first_line:
+        parts.append(r"\A[^\n]*(?:" + "|".join(sorted(first_line)) + ")")
+    return "|".join(parts) or None
 
 
 def sql_str(text: str) -> str:
@@ -52,10 +57,9 @@ def sql_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
-def _signature_sql(sig: dict, literal: str | None) -> str:
-    parts = []
-    if literal:  # a plain substring test first: most events fail it, and then no regex runs
-        parts.append(f"instr(text, {sql_str(literal)}) > 0")
+def _signature_sql(sig: dict, literals: list[str]) -> str:
+    # plain substring tests first: most events fail one, and then no regex runs
+    parts = [f"instr(text, {sql_str(literal)}) > 0" for literal in literals]
     for key in ("text", "message", "logger", "thread"):
         if key in sig:
             parts.append(f"{key} RLIKE {sql_str(sig[key])}")
@@ -105,8 +109,8 @@ def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
     for rule in rules:
         sids = sorted({sid for kind in rule.sources for sid in kinds.get(kind, [])})
         options = []
-        for sig, literal in zip(rule.signatures, rule.literals()):
-            cond = _signature_sql(sig, literal)
+        for sig, literals in zip(rule.signatures, rule.all_literals()):
+            cond = _signature_sql(sig, literals)
             captures = _capture_sql(rule, sig)
             if rule.where:
                 cond += " AND " + _where_sql(rule, captures)

@@ -59,6 +59,10 @@ class Rule:
         """Per signature, a literal that every match must contain (None when none can be derived)."""
         return [sig.get("literal") or _required_literal(sig) for sig in self.signatures]
 
+    def all_literals(self) -> list[list[str]]:
+        """Per signature, every literal a match must contain: the cheap test before its regexes run."""
+        return [([sig["literal"]] if sig.get("literal") else []) + _required_literals(sig) for sig in self.signatures]
+
 
 def duration_ms(text: str) -> int:
     m = re.fullmatch(r"(\d+)(ms|s|m|h|d)", text)
@@ -191,7 +195,15 @@ def _required_literal(sig: dict) -> str | None:
 
     Used as a cheap pre-filter before the regex runs. Gives up (None) on alternation or case-insensitivity.
     """
-    best = None
+    runs = _required_literals(sig)
+    # capitals mark the distinctive part of a Flink message (FAILED, OutOfMemoryError, SUSPENDED): prefer them
+    # over longer runs of common words such as ") switched from "
+    return max(runs, key=lambda run: len(run) + 3 * sum(ch.isupper() for ch in run)) if runs else None
+
+
+def _required_literals(sig: dict) -> list[str]:
+    """Every run of at least 4 plain characters, outside groups, of the signature's regexes."""
+    found: list[str] = []
     for key in ("text", "message", "exception"):
         if key not in sig:
             continue
@@ -235,10 +247,8 @@ def _required_literal(sig: dict) -> str | None:
                 run += ch
             i += 1
         runs.append(run)
-        candidate = max(runs, key=len)
-        if len(candidate) >= 4 and (best is None or len(candidate) > len(best)):
-            best = candidate
-    return best
+        found += [r for r in runs if len(r) >= 4 and r not in found]
+    return found
 
 
 def _class_end(regex: str, i: int) -> int:
