@@ -58,8 +58,10 @@ def sql_str(text: str) -> str:
 
 
 def _signature_sql(sig: dict, literals: list[str]) -> str:
-    # plain substring tests first: most events fail one, and then no regex runs
-    parts = [f"instr(text, {sql_str(literal)}) > 0" for literal in literals]
+    # plain substring tests first: most events fail one, and then no regex runs; a signature that reads only the
+    # header message tests the message, not the whole event (a stack trace is thousands of characters)
+    where = "text" if "text" in sig or "exception" in sig else "message"
+    parts = [f"instr({where}, {sql_str(literal)}) > 0" for literal in literals]
     for key in ("text", "message", "logger", "thread"):
         if key in sig:
             parts.append(f"{key} RLIKE {sql_str(sig[key])}")
@@ -141,9 +143,11 @@ def match_events(events, rules: list[Rule], manifest: Manifest):
 
 def collect_findings(findings_df, blocks: dict, manifest: Manifest) -> tuple[list[Finding], dict[str, int]]:
     """Driver side: the earliest and latest instances of each rule, and every rule's exact count."""
+    from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    findings_df = findings_df.persist(StorageLevel.MEMORY_AND_DISK)  # the matching runs once, whatever follows
     rows = findings_df.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
     if len(rows) > FEW:
         order = Window.partitionBy("rule").orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
@@ -156,6 +160,7 @@ def collect_findings(findings_df, blocks: dict, manifest: Manifest) -> tuple[lis
         counts = {}
         for row in rows:
             counts[row.rule] = counts.get(row.rule, 0) + 1
+    findings_df.unpersist()
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     findings = []
