@@ -153,7 +153,7 @@ def render_terminal(report: dict, console) -> None:
         body.append(f"{root['title']}\n", style="bold")
         body.append(f"category {root['category']}  rule {root['rule']}  confidence {root['confidence']:.2f}  "
                     f"first seen {root['first_seen'] or 'unknown time'}  ({root['count']} times)\n\n")
-        body.append(root["explanation"] + "\n\n")
+        body.append(" ".join(root["explanation"].split()) + "\n\n")  # the rule's line breaks are not the terminal's
         body.append("Evidence\n", style="bold")
         for ev in root["evidence"][:3]:
             body.append(f"  {ev['file']}:{ev['line']}  {ev['time'] or ''}\n", style="cyan")
