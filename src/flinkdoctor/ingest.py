@@ -320,7 +320,7 @@ class _Builder:
             except (UnicodeDecodeError, yaml.YAMLError):
                 document = _flat_config(head.decode("utf-8", "replace"))
             if isinstance(document, dict):
-                return "flink-config", _flatten(document), _count_lines(head)
+                return "flink-config", flatten_config(document), _count_lines(head)
         return None
 
 
@@ -344,12 +344,13 @@ def _flat_config(text: str) -> dict:
     return config
 
 
-def _flatten(document: dict, prefix: str = "") -> dict:
+def flatten_config(document: dict, prefix: str = "") -> dict:
+    """Nested YAML (Flink 2.x config.yaml) as the flat dotted keys of flink-conf.yaml."""
     flat = {}
     for key, value in document.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            flat.update(_flatten(value, name + "."))
+            flat.update(flatten_config(value, name + "."))
         else:
             flat[name] = value
     return flat

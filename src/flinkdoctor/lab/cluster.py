@@ -21,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from ..ingest import flatten_config
+
 DAEMONS = {"jobmanager": "standalonesession", "taskmanager": "taskexecutor", "zookeeper": "zookeeper"}
 
 
@@ -28,17 +30,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
         return s.getsockname()[1]
-
-
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
 
 
 class Cluster:
@@ -58,7 +49,7 @@ class Cluster:
 
     # -- configuration -------------------------------------------------------------------
     def _config(self, overrides: dict) -> dict:
-        shipped = _flatten(yaml.safe_load((self.home / "conf" / "config.yaml").read_text()) or {})
+        shipped = flatten_config(yaml.safe_load((self.home / "conf" / "config.yaml").read_text()) or {})
         java_opts = shipped.get("env.java.opts.all", "")
         cfg = {
             "jobmanager.rpc.address": "localhost",
