@@ -56,12 +56,12 @@ def test_cause_rules_have_a_fix(rules):
 
 
 def test_no_rule_matches_an_empty_message(rules):
-    from flinkdoctor.layouts import _python_regex
+    from flinkdoctor.layouts import python_regex
     for rule in rules:
         for sig in rule.signatures:
             for key in MATCH_FIELDS:
                 if key in sig:
-                    assert not _python_regex(sig[key]).search(""), (rule.id, key)
+                    assert not python_regex(sig[key]).search(""), (rule.id, key)
 
 
 def test_bad_rule_fails_with_file_and_line(tmp_path):

@@ -28,7 +28,7 @@ class Layout:
 
     @property
     def python_regex(self) -> re.Pattern:
-        return _python_regex(self.header)
+        return python_regex(self.header)
 
     def group_index(self, name: str) -> int:
         """Index of a named group (0 if absent), for Spark's regexp_extract which takes numbers."""
@@ -36,7 +36,7 @@ class Layout:
 
 
 @lru_cache(maxsize=None)
-def _python_regex(java: str) -> re.Pattern:
+def python_regex(java: str) -> re.Pattern:
     return re.compile(re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", java))
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .ingest import Manifest
-from .layouts import _python_regex
+from .layouts import python_regex
 from .rulebook import Rule
 
 KEEP_PER_RULE = 40  # earliest and latest instances of each rule kept as evidence; counts stay exact
@@ -76,7 +76,7 @@ def _capture_sql(rule: Rule, sig: dict) -> dict[str, str]:
     captures = {}
     for name in rule.captures:
         for key in ("text", "message", "logger", "thread"):
-            index = _python_regex(sig[key]).groupindex.get(name) if key in sig else None
+            index = python_regex(sig[key]).groupindex.get(name) if key in sig else None
             if index:
                 captures[name] = f"regexp_extract({key}, {sql_str(sig[key])}, {index})"
                 break

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from .layouts import _python_regex
+from .layouts import python_regex
 
 MATCH_FIELDS = ("text", "message", "logger", "exception", "thread")
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -132,7 +132,7 @@ def _load_file(path: Path, problems: list[str]) -> Rule | None:
         for key in MATCH_FIELDS:
             if key in sig:
                 try:
-                    regex = _python_regex(sig[key])
+                    regex = python_regex(sig[key])
                 except re.error as err:
                     problems.append(f"{path}:{_line_of(node, ['match', i, key])}: match/{i}/{key}: bad regex "
                                     f"{sig[key]!r}: {err}")
