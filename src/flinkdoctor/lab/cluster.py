@@ -194,9 +194,10 @@ class Cluster:
             raise RuntimeError(f"bin/flink {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
         return res.stdout
 
-    def submit(self, jar: Path, *args: str, options: tuple[str, ...] = ()) -> str:
-        """bin/flink run -d [options] jar args; returns the job id the client printed."""
-        out = self.flink("run", "-d", *options, "-c", "flinkdoctor.lab.LabJob", str(jar), *args)
+    def submit(self, jar: Path, *args: str, options: tuple[str, ...] = (),
+               main_class: str = "flinkdoctor.lab.LabJob") -> str:
+        """bin/flink run -d [options] -c main_class jar args; returns the job id the client printed."""
+        out = self.flink("run", "-d", *options, "-c", main_class, str(jar), *args)
         m = re.search(r"JobID ([0-9a-f]{32})", out)
         if not m:
             raise RuntimeError(f"no JobID in bin/flink output:\n{out}")

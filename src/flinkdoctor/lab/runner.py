@@ -165,7 +165,7 @@ def run_scenario(name: str, version: str, out: Path, tar: bool = False,
             cluster.wait_ready()
             progress(f"cluster up, REST at {cluster.rest_url}; submitting the job")
             job_args = ["--name", f"flinkdoctor-lab-{name}", *scenario.job_args]
-            job_id = cluster.submit(jar, *job_args)
+            job_id = cluster.submit(jar, *job_args, main_class=scenario.job_class)
             run = Run(cluster, job_id, jar, job_args, progress)
             run.note(f"job {job_id} submitted")
             run.wait_for("all tasks RUNNING", lambda: _tasks_running(cluster, job_id), 60)

@@ -1,55 +1,9 @@
-"""The incident catalogue: for each scenario the config, the job's arguments, the fault, and the
-log lines the run must produce (regexes checked on the bundle, reported in lab.json).
-
-Config keys are the `execution.checkpointing.*` / `state.backend.type` / `restart-strategy.*`
-spellings, which Flink 1.20 and 2.x both read (1.20 also still reads the older deprecated keys).
-"""
+"""The first scenarios: checkpoints, restarts, freezes of each daemon, heap OOM, slots, restore."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
 
-
-def _base(run_dir: Path, **extra) -> dict:
-    cfg = {
-        "execution.checkpointing.interval": "2s",
-        "state.backend.type": "hashmap",
-        "execution.checkpointing.storage": "filesystem",
-        "execution.checkpointing.dir": f"file://{run_dir / 'tmp' / 'checkpoints'}",
-        "restart-strategy.type": "fixed-delay",
-        "restart-strategy.fixed-delay.attempts": 3,
-        "restart-strategy.fixed-delay.delay": "2s",
-    }
-    cfg.update(extra)
-    return cfg
-
-
-@dataclass
-class Scenario:
-    name: str
-    summary: str
-    config: Callable[[str, Path], dict]  # (flink version, run dir) -> config.yaml overrides
-    job_args: list[str]
-    inject: Callable  # (runner.Run) -> None; runs while the job is up
-    # regexes the bundle's logs must show; ("taskexecutor", rx) restricts one to files named so
-    expect: list = field(default_factory=list)
-    zookeeper: bool = False
-
-
-def _healthy(run) -> None:
-    run.sleep(20, "running healthy for 40s")
-    run.snapshot("running")
-    run.sleep(20)
-
-
-def _until_failed(timeout: float):
-    def inject(run) -> None:
-        run.sleep(8)
-        run.snapshot("running")
-        run.wait_for("job FAILED", lambda: run.state() in ("FAILED", None), timeout)
-    return inject
+from .base import Scenario, base_config as _base, healthy as _healthy, until_failed as _until_failed
 
 
 def _checkpoint_timeout(run) -> None:
@@ -108,7 +62,7 @@ def _recovered(run) -> bool:
 FREEZE_CFG = {"heartbeat.interval": "2s", "heartbeat.timeout": "10s",
               "restart-strategy.fixed-delay.attempts": 20, "restart-strategy.fixed-delay.delay": "3s"}
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+SCENARIOS: list[Scenario] = [
     Scenario(
         "healthy",
         "keyed counting job, checkpoints every 2 s, 40 s, no fault",
@@ -223,4 +177,4 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
          ("standalonesession", r"reached terminal state FAILED"),
          ("client", r"Cannot map checkpoint/savepoint state for operator")],
     ),
-]}
+]
