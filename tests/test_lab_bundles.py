@@ -16,13 +16,46 @@ EXPECTED = {
     "heap-oom-exit": {"jvm-heap-oom"},
     "incompatible-restore": {"state-restore-incompatible"},
     "slots-short": {"resources-unavailable"},
+    # JVM and resource faults
+    "direct-oom": {"jvm-direct-oom"},
+    "metaspace-oom": {"jvm-metaspace-oom"},
+    "native-thread-oom": {"jvm-direct-oom"},
+    "too-many-open-files": {"disk-exhausted"},
+    "no-space-left": {"disk-exhausted"},
+    "network-buffers": {"network-buffers-insufficient"},
+    "illegal-configuration": {"config-invalid"},
+    "gc-pause": {"host-stall"},
+    # user code and dependencies
+    "kryo-failure": {"serialization-error"},
+    "not-serializable": {"serialization-error"},
+    "missing-dependency": {"dependency-conflict"},
+    "classloader-leak": {"dependency-conflict"},
+    "cancel-stuck": {"taskmanager-lost"},
+    "timestamps-out-of-order": {"user-code-error"},
+    # several TaskManagers, checkpoint options
+    "remote-taskmanager-lost": {"taskmanager-lost"},
+    "network-host-unreachable": {"network-failure"},
+    "unaligned-checkpoint-unsupported": {"config-invalid"},
+    # state and restore
+    "max-parallelism-mismatch": {"state-restore-incompatible"},
+    "serializer-incompatible": {"state-restore-incompatible"},
+    "savepoint-files-missing": {"state-restore-incompatible"},
+    "rocksdb-local-dir-unusable": {"disk-exhausted"},
+    "rocksdb-memory-starved": {"config-invalid"},
+    "ha-checkpoint-handle-deleted": {"state-restore-incompatible"},
 }
+# Recorded on 1.20.3 only: on 2.1.1 the metaspace OOM wedged the TaskManager without logging it, and the GC
+# pauses stayed under the heartbeat timeout (see docs/lab.md).
+ONLY_1_20 = {"metaspace-oom", "gc-pause"}
 
 
 def test_every_scenario_recorded_on_both_versions():
     for version in ("1.20.3", "2.1.1"):
         recorded = {p.name.removesuffix(".tar.gz") for p in (DATA / "lab" / version).glob("*.tar.gz")}
-        assert set(EXPECTED) | {"healthy"} <= recorded, (version, set(EXPECTED) - recorded)
+        wanted = set(EXPECTED) | {"healthy"}
+        if version != "1.20.3":
+            wanted -= ONLY_1_20
+        assert wanted <= recorded, (version, wanted - recorded)
 BUNDLES = sorted(p for p in (DATA / "lab").glob("*/*.tar.gz") if p.name.removesuffix(".tar.gz") in EXPECTED)
 
 

@@ -32,8 +32,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def base_role(role: str) -> str:
+    """"taskmanager-1" -> "taskmanager": further TaskManagers are keyed taskmanager-1, -2, ..."""
+    return role.split("-", 1)[0]
+
+
 class Cluster:
-    """One JobManager + one TaskManager (+ optional ZooKeeper) living in `run_dir`."""
+    """One JobManager + one or more TaskManagers (+ optional ZooKeeper) living in `run_dir`.
+
+    Processes are keyed by role: "jobmanager", "zookeeper", "taskmanager" (the first TaskManager) and
+    "taskmanager-1", "taskmanager-2", ... for further ones. Flink's daemon script numbers their logs
+    flink-<user>-taskexecutor-<n>-<host>.log by the lines already in its pid file.
+    """
 
     def __init__(self, home: Path, run_dir: Path, overrides: dict, zookeeper: bool = False):
         self.home = Path(home)
@@ -44,6 +54,7 @@ class Cluster:
         self.pid_dir = self.tmp / "pid"
         self.zookeeper = zookeeper
         self.pids: dict[str, int] = {}
+        self._gone_taskmanagers: set[str] = set()  # stopped or killed; their names are not reused
         self.rest_port = free_port()
         self.config = self._config(overrides)
 
@@ -107,16 +118,48 @@ class Cluster:
         env.pop("FLINK_ENV_JAVA_OPTS", None)
         return env
 
+    def write_role_config(self, role: str, overrides: dict) -> Path:
+        """conf/<role>/: the cluster's config with `overrides`, for one process configured differently
+        (a TaskManager host with its own config.yaml); returns the directory for FLINK_CONF_DIR."""
+        conf = self.conf_dir / role
+        conf.mkdir(parents=True, exist_ok=True)
+        for f in self.conf_dir.iterdir():
+            if f.is_file() and f.name.startswith(("log4j", "logback")):
+                shutil.copy(f, conf / f.name)
+        cfg = {**self.config, **overrides}
+        text = "# written by flinkdoctor lab\n" + yaml.safe_dump(cfg, sort_keys=False, width=100000)
+        (conf / "config.yaml").write_text(text)
+        return conf
+
     # -- processes -----------------------------------------------------------------------
-    def start(self, role: str, *args: str) -> int:
-        """Start a daemon with Flink's script and return its JVM pid (from Flink's pid file)."""
-        script = {"jobmanager": "jobmanager.sh", "taskmanager": "taskmanager.sh", "zookeeper": "zookeeper.sh"}[role]
-        subprocess.run([str(self.home / "bin" / script), "start", *args], env=self.env(), check=True,
+    def start(self, role: str, *args: str, config: dict | None = None) -> int:
+        """Start a daemon with Flink's script and return its JVM pid (from Flink's pid file).
+
+        `config`: overrides for this process only, written to conf/<role>/config.yaml."""
+        base = base_role(role)
+        script = {"jobmanager": "jobmanager.sh", "taskmanager": "taskmanager.sh", "zookeeper": "zookeeper.sh"}[base]
+        env = self.env()
+        if config:
+            env["FLINK_CONF_DIR"] = str(self.write_role_config(role, config))
+        subprocess.run([str(self.home / "bin" / script), "start", *args], env=env, check=True,
                        stdout=subprocess.DEVNULL, start_new_session=True, timeout=60)
-        pid_file = next(self.pid_dir.glob(f"flink-*-{DAEMONS[role]}.pid"))
-        pid = int(pid_file.read_text().split()[-1])
+        pid_file = next(self.pid_dir.glob(f"flink-*-{DAEMONS[base]}.pid"))
+        pid = int(pid_file.read_text().split()[-1])  # the script appends each new daemon's pid
         self.pids[role] = pid
         return pid
+
+    @property
+    def taskmanagers(self) -> list[str]:
+        """Roles of the TaskManagers started so far (alive or not), in start order."""
+        return sorted((r for r in self.pids if base_role(r) == "taskmanager"),
+                      key=lambda r: int(r.split("-")[1]) if "-" in r else 0)
+
+    def add_taskmanager(self, config: dict | None = None) -> str:
+        """Start one more TaskManager (taskmanager-N, N = how many were started before); returns its role."""
+        n = sum(1 for r in self.pids if base_role(r) == "taskmanager") + len(self._gone_taskmanagers)
+        role = "taskmanager" if n == 0 else f"taskmanager-{n}"
+        self.start(role, config=config)
+        return role
 
     def alive(self, role: str) -> bool:
         pid = self.pids.get(role)
@@ -138,7 +181,7 @@ class Cluster:
         """SIGCONT (it may be frozen), SIGTERM, then SIGKILL after `grace` seconds."""
         pid = self.pids.get(role)
         if pid is None or not self.alive(role):
-            self.pids.pop(role, None)
+            self._forget(role)
             return
         for sig in (signal.SIGCONT, signal.SIGTERM):
             try:
@@ -152,11 +195,15 @@ class Cluster:
             os.kill(pid, signal.SIGKILL)
             while self.alive(role):
                 time.sleep(0.1)
-        self.pids.pop(role, None)
+        self._forget(role)
+
+    def _forget(self, role: str) -> None:
+        if self.pids.pop(role, None) is not None and base_role(role) == "taskmanager":
+            self._gone_taskmanagers.add(role)
 
     def stop_all(self) -> None:
-        """Stop in the order stop-cluster.sh uses: TaskManager, JobManager, then ZooKeeper."""
-        for role in ("taskmanager", "jobmanager", "zookeeper"):
+        """Stop in the order stop-cluster.sh uses: TaskManagers, JobManager, then ZooKeeper."""
+        for role in (*self.taskmanagers, "jobmanager", "zookeeper"):
             try:
                 self.stop(role)
             except Exception:  # keep stopping the others
@@ -171,15 +218,16 @@ class Cluster:
         with urllib.request.urlopen(self.rest_url + path, timeout=timeout) as r:
             return json.loads(r.read())
 
-    def wait_ready(self, timeout: float = 120.0, slots: int = 1) -> None:
-        """Wait until the REST API answers and a TaskManager has registered its slots."""
+    def wait_ready(self, timeout: float = 120.0, slots: int = 1, taskmanagers: int = 1) -> None:
+        """Wait until the REST API answers and `taskmanagers` TaskManagers have registered `slots` slots."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             for role in self.pids:
                 if not self.alive(role):
                     raise RuntimeError(f"{role} died during startup; see {self.log_dir}")
             try:
-                if self.get("/overview").get("slots-total", 0) >= slots:
+                overview = self.get("/overview")
+                if overview.get("slots-total", 0) >= slots and overview.get("taskmanagers", 0) >= taskmanagers:
                     return
             except Exception:
                 pass

@@ -88,6 +88,11 @@ class Run:
             self.t_unfrozen = time.time()
         self.note(f"SIGCONT {role}")
 
+    def kill(self, role: str) -> None:
+        """SIGKILL a daemon: a crashed host, an OOM-killed container, a deleted pod (no shutdown at all)."""
+        self.note(f"SIGKILL {role} (pid {self.cluster.pids[role]})")
+        self.cluster.signal(role, signal.SIGKILL)
+
     def cancel(self) -> None:
         if self.state() in ("RUNNING", "RESTARTING", "CREATED", "INITIALIZING"):
             self.note("cancelling the job")
@@ -159,16 +164,21 @@ def run_scenario(name: str, version: str, out: Path, tar: bool = False,
                 progress("starting ZooKeeper (bin/zookeeper.sh)")
                 cluster.start("zookeeper", "1")
                 time.sleep(3)
-            progress("starting JobManager and TaskManager")
+            n_tm = scenario.taskmanagers
+            progress(f"starting JobManager and {n_tm} TaskManager{'s' if n_tm > 1 else ''}")
             cluster.start("jobmanager")
-            cluster.start("taskmanager")
-            cluster.wait_ready()
+            for _ in range(n_tm):
+                cluster.add_taskmanager()
+            cluster.wait_ready(taskmanagers=n_tm)
             progress(f"cluster up, REST at {cluster.rest_url}; submitting the job")
             job_args = ["--name", f"flinkdoctor-lab-{name}", *scenario.job_args]
             job_id = cluster.submit(jar, *job_args, main_class=scenario.job_class)
             run = Run(cluster, job_id, jar, job_args, progress)
             run.note(f"job {job_id} submitted")
-            run.wait_for("all tasks RUNNING", lambda: _tasks_running(cluster, job_id), 60)
+            # a job that fails while its tasks start (a restore, an open() that throws) never gets there
+            run.wait_for("all tasks RUNNING (or the job failing)",
+                         lambda: _tasks_running(cluster, job_id)
+                         or cluster.job_state(job_id) in ("FAILING", "FAILED", "RESTARTING"), 60)
             scenario.inject(run)
             run.snapshot("end")
             run.cancel()

@@ -9,6 +9,7 @@ import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.java.functions.KeySelector;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -29,6 +30,9 @@ import org.apache.flink.util.Collector;
  * --hoard B        keep B bytes per record on the heap forever (heap-oom)
  * --count-uid U    uid of the keyed operator; changing it between savepoint and restore makes the
  *                  saved state unmappable (incompatible-restore)
+ * --direct B, --threads N, --classes N, --open-files N, --cache-entries N, --cache-max M
+ *                  resource leaks of user code (see JvmLeaks); with any of them set, a "leaky-client"
+ *                  map runs chained after "records"
  */
 public class LabJob {
 
@@ -45,15 +49,25 @@ public class LabJob {
         final int hoard = Integer.parseInt(a.getOrDefault("hoard", "0"));
         String name = a.getOrDefault("name", "flinkdoctor-lab");
         String countUid = a.getOrDefault("count-uid", "keyed-count");
+        JvmLeaks leaks = new JvmLeaks(
+                Integer.parseInt(a.getOrDefault("direct", "0")),
+                Integer.parseInt(a.getOrDefault("threads", "0")),
+                Integer.parseInt(a.getOrDefault("classes", "0")),
+                Integer.parseInt(a.getOrDefault("open-files", "0")),
+                Integer.parseInt(a.getOrDefault("cache-entries", "0")),
+                Long.parseLong(a.getOrDefault("cache-max", "0")));
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
-        env.fromSequence(0, Long.MAX_VALUE)
+        DataStream<Long> records = env.fromSequence(0, Long.MAX_VALUE)
                 .name("sequence")
                 .uid("sequence")
                 .map(new Throttle(rate, failAfter, hoard))
                 .name("records")
-                .uid("records")
-                .keyBy(new ModKey(keys))
+                .uid("records");
+        if (leaks.active()) {
+            records = records.map(leaks).name("leaky-client").uid("leaky-client");
+        }
+        records.keyBy(new ModKey(keys))
                 .process(new Count(payload, sleepMs))
                 .name("keyed-count")
                 .uid(countUid)

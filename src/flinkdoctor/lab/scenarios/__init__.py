@@ -5,9 +5,9 @@ One module per family of faults; each has a SCENARIOS list.
 """
 from __future__ import annotations
 
-from . import core
+from . import core, state, code, net, jvm
 from .base import Scenario
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for m in (core,) for s in m.SCENARIOS}
+SCENARIOS: dict[str, Scenario] = {s.name: s for m in (core, state, code, net, jvm) for s in m.SCENARIOS}
 
 __all__ = ["SCENARIOS", "Scenario"]

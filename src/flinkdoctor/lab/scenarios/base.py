@@ -35,6 +35,7 @@ class Scenario:
     expect: list = field(default_factory=list)
     zookeeper: bool = False
     job_class: str = "flinkdoctor.lab.LabJob"  # main class in the lab jobs jar
+    taskmanagers: int = 1  # TaskManagers started with the cluster (logs taskexecutor-0, -1, ...)
 
 
 def healthy(run) -> None:
