@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import subprocess
@@ -156,7 +157,8 @@ def main() -> None:
     lines = int(subprocess.run(["bash", "-c", f"cat {' '.join(map(str, files))} | wc -l"],
                                capture_output=True, text=True).stdout)
     py = str(ROOT / ".venv" / "bin" / "python")
-    env = {"SPARK_LOCAL_IP": "127.0.0.1", "PATH": "/usr/bin:/bin"}
+    env = {"SPARK_LOCAL_IP": "127.0.0.1", "PATH": "/usr/bin:/bin",
+           **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF") if k in os.environ}}
     results = {"bytes": total, "lines": lines, "files": len(files)}
 
     seconds, _, grep = timed(["grep", "-c", "Exception", *map(str, files)])

@@ -67,3 +67,39 @@ def test_secrets_are_redacted():
     assert "hunter2" not in redact(line)
     assert "hunter2" not in redact("ssl.truststore.password = hunter2")
     assert redact("Checkpoint 5 of job 1 expired") == "Checkpoint 5 of job 1 expired"
+
+
+def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
+    import pyarrow as pa
+    from flinkdoctor import prefilter
+
+    pf = prefilter.Prefilter(
+        literals=("heap space", "OutOfMemoryError", "State change: SUSPENDED", "x"),
+        header_only=(False, False, True, False),
+        signatures=((0, 1), (2,), (3,)))
+    text = pa.array(["a\njava.lang.OutOfMemoryError: Java heap space",  # both literals, on a continuation line
+                     "State change: SUSPENDED",                         # header-only literal in the header
+                     "foo\nState change: SUSPENDED",                     # ... but not in the first line
+                     None, "heap space", "OutOfMemoryError: heap", "x"])
+    expected = [[0], [1], [], [], [], [], [2]]
+    assert prefilter.scan(pf, text).to_pylist() == expected
+    assert prefilter.scan(pf, text.slice(1)).to_pylist() == expected[1:]
+    # the fallback without Hyperscan finds the same
+    event, literal = prefilter._hits_pyarrow(pf, text.fill_null(""))
+    assert sorted(zip(event.tolist(), literal.tolist())) == sorted(set(zip(*map(list, prefilter._hits(pf, text)))))
+
+
+def test_prefilter_signature_without_literals_is_listed_for_every_event():
+    import pyarrow as pa
+    from flinkdoctor import prefilter
+
+    pf = prefilter.Prefilter(literals=("boom",), header_only=(False,), signatures=((), (0,)))
+    assert prefilter.scan(pf, pa.array(["a", "boom"])).to_pylist() == [[0], [0, 1]]
+
+
+def test_literals_spanning_two_events_count_for_neither():
+    import pyarrow as pa
+    from flinkdoctor import prefilter
+
+    pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),))
+    assert prefilter.scan(pf, pa.array(["xa", "bx", "ab"])).to_pylist() == [[], [], [0]]

@@ -8,7 +8,8 @@ from pathlib import Path
 from .diagnose import whole_stage_codegen
 from .events import build_events
 from .ingest import ingest
-from .match import match_events, prefilter_regex
+from .match import match_events
+from .prefilter import build_prefilter
 from .rulebook import Rule
 
 
@@ -53,10 +54,9 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             source.kind = case.get("kind") or rule.sources[0]
         if case.get("layout"):
             source.layout = case["layout"]
-    events = build_events(spark, manifest, work / "run", prefilter=prefilter_regex(rules))
-    from pyspark.sql import functions as F
+    events = build_events(spark, manifest, work / "run", build_prefilter(rules))
     with whole_stage_codegen(spark, False):
-        found = (match_events(spark.read.parquet(events.path).where(F.col("candidate")), rules, manifest)
+        found = (match_events(spark.read.parquet(events.path), rules, manifest, detail=False)
                  .select("sid", "rule").distinct().collect())
     fired = {(row.sid, row.rule) for row in found}
     results = []

@@ -9,7 +9,8 @@ from pathlib import Path
 from .correlate import correlate
 from .events import build_events
 from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
-from .match import collect_findings, match_events, prefilter_regex
+from .match import collect_findings
+from .prefilter import build_prefilter
 from .report import build_report
 from .rulebook import Rule, load_rules
 from .versions import detect
@@ -31,13 +32,11 @@ def diagnose(paths: list[str | Path], *, spark=None, work_dir: str | Path | None
         spark = spark_session()
     timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
 
-    events = build_events(spark, manifest, work, timezone=timezone, prefilter=prefilter_regex(rules))
+    events = build_events(spark, manifest, work, build_prefilter(rules), timezone=timezone)
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
-    from pyspark.sql import functions as F
-    candidates = spark.read.parquet(events.path).where(F.col("candidate"))
     with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
-        findings, counts = collect_findings(match_events(candidates, rules, manifest), events.blocks, manifest)
+        findings, counts = collect_findings(spark.read.parquet(events.path), rules, events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
 
     by_id = {rule.id: rule for rule in rules}

@@ -2,8 +2,9 @@
 
 One pass, no shuffle. The JVM reads the lines and flags event headers with each source's layout regex; a
 vectorised Arrow function (numpy + pyarrow, no per-line Python) glues each header to its continuation lines
-inside one file block, where Spark keeps the lines in file order; the JVM then splits the header fields, parses
-the time, and pulls out entities and the exception chain. A block's own line numbers are relative: the block
+inside one file block, where Spark keeps the lines in file order, and lists the signatures each event could
+match (prefilter.py). Every event is counted; only events some signature could match go on: the JVM splits
+their header fields, parses the time, and writes them. A block's own line numbers are relative: the block
 table (lines per block) turns them into file line numbers for the few events that become evidence.
 """
 from __future__ import annotations
@@ -13,24 +14,13 @@ from pathlib import Path
 
 from .ingest import Manifest
 from .layouts import FIELDS, layout_by_id
+from .prefilter import Prefilter, scan
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
 SEP = "\u0001"
 
 ASSEMBLED_SCHEMA = ("sid int, block long, first_rel long, last_rel long, orphan boolean, seg_end boolean, "
-                    "candidate boolean, text string")
-
-# Entities every event carries (rules capture their own values on top of these).
-ENTITIES = {
-    "job_id": r"(?:[Jj]ob(?: ?[Ii]d)?|responsible for|Job [^(\n]{0,200}\()[ :=]*([0-9a-f]{32})\b",
-    "checkpoint_id": r"(?:[Cc]heckpoint|chk-)\s?(\d+)\b",
-    "container_id": r"(container_(?:e\d+_)?\d+_\d+_\d+_\d+)",
-    "hdfs_path": r"((?:hdfs|viewfs|s3a?|oss|file):/{0,3}[^\s'\"]+|No lease on (/\S+))",
-    "zk_session": r"session ?id (0x[0-9a-f]+)",
-}
-EXCEPTION_LINE = (r"(?m)^(?:\s*Caused by: |\s*)?((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable"
-                  r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$")
-
+                    "sigs array<int>, text string")
 
 @dataclass
 class EventsResult:
@@ -39,13 +29,14 @@ class EventsResult:
     stats: dict          # sid -> {"lines", "unparsed"}; "events" -> number of events
 
 
-def make_assembler(prefilter: str | None):
-    """The Arrow function for mapInArrow; `prefilter` (RE2) marks events that some rule could match."""
+def make_assembler(prefilter: Prefilter):
+    """The Arrow function for mapInArrow; `prefilter` lists the signatures each event could match."""
     return lambda batches: _assemble(batches, prefilter)
 
 
-def _assemble(batches, prefilter: str | None):
-    """Glue continuation lines to their header; one output row per event (Arrow in, Arrow out)."""
+def _assemble(batches, prefilter: Prefilter):
+    """Glue continuation lines to their header; one output row per event (Arrow in, Arrow out). Only events
+    with signatures to test keep their text: the others are needed for counting alone."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -64,12 +55,13 @@ def _assemble(batches, prefilter: str | None):
         if (ends - starts).max(initial=0) > MAX_EVENT_LINES:
             lists = pc.list_slice(lists, 0, MAX_EVENT_LINES)
         text = pc.binary_join(lists, "\n")
-        candidate = pc.match_substring_regex(text, prefilter) if prefilter else pa.array(np.ones(len(starts), bool))
+        sigs = scan(prefilter, text)
+        text = pc.if_else(pc.greater(pc.list_value_length(sigs), 0), text, pa.scalar(None, pa.string()))
         take = pa.array(starts)
         return pa.RecordBatch.from_arrays(
             [col["sid"].take(take), col["block"].take(take), col["rel"].take(take),
-             col["rel"].take(pa.array(ends - 1)), col["orphan"].take(take), pa.array(seg_end), candidate, text],
-            names=["sid", "block", "first_rel", "last_rel", "orphan", "seg_end", "candidate", "text"])
+             col["rel"].take(pa.array(ends - 1)), col["orphan"].take(take), pa.array(seg_end), sigs, text],
+            names=["sid", "block", "first_rel", "last_rel", "orphan", "seg_end", "sigs", "text"])
 
     for batch in batches:
         n = batch.num_rows
@@ -103,8 +95,8 @@ def _assemble(batches, prefilter: str | None):
         yield emit(carry, np.array([0]), True)
 
 
-def build_events(spark, manifest: Manifest, out_dir: Path, timezone: str = "UTC",
-                 prefilter: str | None = None) -> EventsResult:
+def build_events(spark, manifest: Manifest, out_dir: Path, prefilter: Prefilter,
+                 timezone: str = "UTC") -> EventsResult:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -133,10 +125,9 @@ def build_events(spark, manifest: Manifest, out_dir: Path, timezone: str = "UTC"
     lines = lines.select("sid", "block", is_header.alias("is_header"),
                          F.when(blank, F.lit("")).otherwise(F.col("line")).alias("line"))
     events = lines.mapInArrow(make_assembler(prefilter), ASSEMBLED_SCHEMA)
-    events = _parse_fields(events, by_layout, manifest.bundle_year, timezone)
     observation = Observation("line-accounting")
-    events = events.observe(observation, *_accounting(sources)).drop("seg_end")
-    events.write.mode("overwrite").parquet(out)
+    events = events.observe(observation, *_accounting(sources)).where(F.size("sigs") > 0).drop("seg_end")
+    _parse_fields(events, by_layout, manifest.bundle_year, timezone).write.mode("overwrite").parquet(out)
     return EventsResult(out, *_block_stats(observation.get, sources))
 
 
@@ -207,7 +198,7 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
     body = F.when(F.instr("text", "\n") > 0, F.substring_index("text", "\n", -(2**31 - 1)))
     events = events.withColumn("_f", parts)
     events = events.select(
-        "sid", "block", "first_rel", "last_rel", "orphan", "seg_end", "candidate",
+        "sid", "block", "first_rel", "last_rel", "orphan", "sigs",
         ts_parsed.alias("time"),
         F.upper(field("level")).alias("level"),
         F.coalesce(field("logger"), fixed_logger).alias("logger"),
@@ -217,22 +208,10 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
         F.coalesce(field("msg"), header).alias("message"),
         "text",
     )
-    # entities and the exception chain are for events a rule may match: regexes over every event's full text
-    # would cost more than everything else in this stage
-    candidate = F.col("candidate")
-    events = events.withColumn("exceptions", F.when(candidate, F.regexp_extract_all(
-        "text", F.lit(EXCEPTION_LINE), 1)).otherwise(F.array().cast("array<string>")))
-    for name, pattern in ENTITIES.items():
-        extracted = F.regexp_extract("text", pattern, 1)
-        if name == "hdfs_path":
-            extracted = F.coalesce(F.nullif(F.regexp_extract("text", pattern, 2), F.lit("")), extracted)
-        events = events.withColumn(name, F.when(candidate, F.nullif(extracted, F.lit(""))))
     return events.drop("_f")
 
 
 def _events_schema():
-    return ("sid int, block long, first_rel long, last_rel long, orphan boolean, candidate boolean, "
+    return ("sid int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
             "time timestamp, level string, "
-            "logger string, thread string, host string, uptime double, message string, text string, "
-            "exceptions array<string>, job_id string, checkpoint_id string, container_id string, "
-            "hdfs_path string, zk_session string")
+            "logger string, thread string, host string, uptime double, message string, text string")

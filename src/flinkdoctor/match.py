@@ -11,7 +11,19 @@ from datetime import datetime
 
 from .ingest import Manifest
 from .layouts import python_regex
+from .prefilter import signature_numbers
 from .rulebook import Rule
+
+# Entities a finding carries (rules capture their own values on top of these); taken from matched events only.
+ENTITIES = {
+    "job_id": r"(?:[Jj]ob(?: ?[Ii]d)?|responsible for|Job [^(\n]{0,200}\()[ :=]*([0-9a-f]{32})\b",
+    "checkpoint_id": r"(?:[Cc]heckpoint|chk-)\s?(\d+)\b",
+    "container_id": r"(container_(?:e\d+_)?\d+_\d+_\d+_\d+)",
+    "hdfs_path": r"((?:hdfs|viewfs|s3a?|oss|file):/{0,3}[^\s'\"]+|No lease on (/\S+))",
+}
+# The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
+EXCEPTION_LINE = (r"(?m)^(?:\s*Caused by: |\s*)?((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable"
+                  r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$")
 
 KEEP_PER_RULE = 40  # earliest and latest instances of each rule kept as evidence; counts stay exact
 FEW = 20_000        # up to this many findings are collected whole; more are thinned per rule in Spark
@@ -33,35 +45,14 @@ class Finding:
     container_id: str | None = None
 
 
-def prefilter_regex(rules: list[Rule]) -> str | None:
-    """An RE2/Java regex that every event a rule can match must match: an alternation of each signature's
-    literal, anywhere in the event for signatures that read the whole text, in its first line for those that
-    read only the header message. None when some signature has no literal (every event is then a candidate).
-    """
-    anywhere, first_line = set(), set()
-    for rule in rules:
-        for sig, literal in zip(rule.signatures, rule.literals()):
-            if literal is None:
-                return None
-            (anywhere if "text" in sig or "exception" in sig else first_line).add(re.escape(literal))
-    parts = []
-    if anywhere:
-        parts.append("|".join(sorted(anywhere)))
-    if first_line:
-        parts.append(r"\A[^\n]*(?:" + "|".join(sorted(first_line)) + ")")
-    return "|".join(parts) or None
-
-
 def sql_str(text: str) -> str:
     """A Spark SQL string literal holding `text` exactly (regexes keep every backslash)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
-def _signature_sql(sig: dict, literals: list[str]) -> str:
-    # plain substring tests first: most events fail one, and then no regex runs; a signature that reads only the
-    # header message tests the message, not the whole event (a stack trace is thousands of characters)
-    where = "text" if "text" in sig or "exception" in sig else "message"
-    parts = [f"instr({where}, {sql_str(literal)}) > 0" for literal in literals]
+def _signature_sql(sig: dict, number: int) -> str:
+    # the prefilter's verdict first: an event without the signature's literals runs none of its regexes
+    parts = [f"array_contains(sigs, {number})"]
     for key in ("text", "message", "logger", "thread"):
         if key in sig:
             parts.append(f"{key} RLIKE {sql_str(sig[key])}")
@@ -108,11 +99,11 @@ def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
     Built as text and parsed once by Spark: building it through Column calls costs a py4j round trip each.
     """
     per_rule = []
-    for rule in rules:
+    for rule, numbers in zip(rules, signature_numbers(rules)):
         sids = sorted({sid for kind in rule.sources for sid in kinds.get(kind, [])})
         options = []
-        for sig, literals in zip(rule.signatures, rule.all_literals()):
-            cond = _signature_sql(sig, literals)
+        for sig, number in zip(rule.signatures, numbers):
+            cond = _signature_sql(sig, number)
             captures = _capture_sql(rule, sig)
             if rule.where:
                 cond += " AND " + _where_sql(rule, captures)
@@ -126,32 +117,55 @@ def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
     return f"filter(array({', '.join(per_rule)}), h -> h IS NOT NULL)"
 
 
-def match_events(events, rules: list[Rule], manifest: Manifest):
-    """Findings: one row per (event, rule) match, with captures and the matching line's index."""
+def match_events(events, rules: list[Rule], manifest: Manifest, detail: bool = True):
+    """Findings: one row per (event, rule) match. With `detail`, also the captures, the matching line and the
+    entities (job, checkpoint, container, path); without, only what counting and choosing evidence need."""
     from pyspark.sql import functions as F
 
     kinds: dict[str, list[int]] = {}
     for source in manifest.text_sources:
         kinds.setdefault(source.kind, []).append(source.id)
-    found = events.select("*", F.explode(F.expr(rules_sql(rules, kinds))).alias("m"))
+    # the exception chain only for events that could match an exception signature: a regex over stack traces
+    numbers = [n for rule, ns in zip(rules, signature_numbers(rules)) for sig, n in zip(rule.signatures, ns)
+               if "exception" in sig]
+    exceptions = (f"CASE WHEN arrays_overlap(sigs, array({', '.join(map(str, numbers))})) "
+                  f"THEN regexp_extract_all(text, {sql_str(EXCEPTION_LINE)}, 1) END") if numbers else "NULL"
+    found = (events.withColumn("exceptions", F.expr(exceptions).cast("array<string>"))
+             .select("*", F.explode(F.expr(rules_sql(rules, kinds))).alias("m")))
+    keys = ["sid", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
+    if not detail:
+        return found.select(*keys)
+    entities = []
+    for name, pattern in ENTITIES.items():
+        extracted = F.regexp_extract("text", pattern, 1)
+        if name == "hdfs_path":
+            extracted = F.coalesce(F.nullif(F.regexp_extract("text", pattern, 2), F.lit("")), extracted)
+        entities.append(F.nullif(extracted, F.lit("")).alias(name))
     return found.select(
-        "sid", "block", "first_rel", "time", "host", "job_id", "checkpoint_id", "hdfs_path", "container_id",
-        F.col("m.rule").alias("rule"), F.col("m.captures").alias("captures"), F.col("m.idx").alias("idx"),
+        *keys, "host", *entities,
+        F.col("m.captures").alias("captures"), F.col("m.idx").alias("idx"),
         F.substring(F.element_at(F.split("text", "\n"), F.col("m.idx") + 1), 1, 600).alias("line_text"),
     )
 
 
-def collect_findings(findings_df, blocks: dict, manifest: Manifest) -> tuple[list[Finding], dict[str, int]]:
-    """Driver side: the earliest and latest instances of each rule, and every rule's exact count."""
+def collect_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest) \
+        -> tuple[list[Finding], dict[str, int]]:
+    """Every rule's exact count, and its earliest and latest instances in detail.
+
+    Matching runs twice: over all events for the counts and the choice of instances (keys only, kept in
+    memory), then in detail over just the chosen events. The entities are regexes over whole stack traces:
+    taken for every match they cost more than the matching itself.
+    """
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    findings_df = findings_df.persist(StorageLevel.MEMORY_AND_DISK)  # the matching runs once, whatever follows
-    rows = findings_df.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
+    keys = ["sid", "block", "first_rel", "rule"]
+    found = match_events(events, rules, manifest, detail=False).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = found.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
     if len(rows) > FEW:
         order = Window.partitionBy("rule").orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
-        ranked = (findings_df
+        ranked = (found
                   .withColumn("rn", F.row_number().over(order))
                   .withColumn("cnt", F.count(F.lit(1)).over(Window.partitionBy("rule"))))
         rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
@@ -160,11 +174,17 @@ def collect_findings(findings_df, blocks: dict, manifest: Manifest) -> tuple[lis
         counts = {}
         for row in rows:
             counts[row.rule] = counts.get(row.rule, 0) + 1
-    findings_df.unpersist()
+    found.unpersist()
+    spark = events.sparkSession
+    chosen = spark.createDataFrame([tuple(row[k] for k in keys) for row in rows],
+                                   "sid int, block long, first_rel long, rule string")
+    chosen_events = events.join(F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi")
+    detailed = (match_events(chosen_events, rules, manifest)
+                .join(F.broadcast(chosen), keys, "left_semi").collect()) if rows else []
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     findings = []
-    for row in rows:
+    for row in detailed:
         source = sources[row.sid]
         line = source.fixed_line or \
             source.line_offset + offsets.get((row.sid, row.block), 0) + row.first_rel + row.idx

@@ -1,0 +1,155 @@
+"""Which signatures an event could match, from the literals each signature's regexes require.
+
+Every signature's regex implies plain substrings that any match must contain (rulebook.Rule.all_literals). One
+scan per Arrow batch finds all of them at once (Hyperscan, several GB/s; pyarrow's substring search where
+Hyperscan has no wheel), and each event gets the numbers of the signatures whose literals it holds. Matching
+then evaluates a signature's regexes only on those events: without this, testing a few hundred literals on every
+candidate stack trace in the JVM cost more than everything else together.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .rulebook import Rule
+
+
+@dataclass(frozen=True)
+class Prefilter:
+    literals: tuple[str, ...]              # distinct literals, numbered by position
+    header_only: tuple[bool, ...]          # per literal: only counts in an event's first line
+    signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then their signatures): literal ids
+
+
+def build_prefilter(rules: list[Rule]) -> Prefilter:
+    """Number the literals and signatures. A literal of a signature that reads only the header message must be
+    in the first line; one that reads the whole text may be anywhere. A literal inside a longer one of the same
+    signature adds nothing and is left out (fewer, rarer literals: fewer hits to sort out)."""
+    ids: dict[tuple[str, bool], int] = {}
+    signatures = []
+    for rule in rules:
+        for sig, literals in zip(rule.signatures, rule.all_literals()):
+            header_only = not ("text" in sig or "exception" in sig)
+            kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
+            signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
+    keys = sorted(ids, key=ids.get)
+    return Prefilter(tuple(k[0] for k in keys), tuple(k[1] for k in keys), tuple(signatures))
+
+
+def signature_numbers(rules: list[Rule]) -> list[list[int]]:
+    """Per rule, the numbers its signatures have in the Prefilter built from the same rules."""
+    numbers, n = [], 0
+    for rule in rules:
+        numbers.append(list(range(n, n + len(rule.signatures))))
+        n += len(rule.signatures)
+    return numbers
+
+
+def scan(prefilter: Prefilter, text):
+    """For a pyarrow string array of events: a list<int32> array of the signatures each event could match."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(text)
+    event, literal = _hits(prefilter, text)
+    need, needed, always = _signature_table(prefilter)
+    rows = np.unique(event)
+    if len(rows):
+        present = np.zeros((len(rows), len(prefilter.literals)), dtype=np.float32)
+        present[np.searchsorted(rows, event), literal] = 1
+        ok = (present @ need) == needed  # rows x signatures: all of the signature's literals present (BLAS)
+        ok[:, always] = False  # listed for every event below
+        row_of, sig = np.nonzero(ok)
+    else:
+        row_of = sig = np.zeros(0, dtype=np.int64)
+    counts = np.full(n, len(always), dtype=np.int32)
+    np.add.at(counts, rows[row_of] if len(rows) else row_of, 1)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    values = np.empty(offsets[-1], dtype=np.int32)
+    # fill each event's list: the signatures without literals, then those found
+    fill = offsets[:-1].copy()
+    if len(always):
+        for k, s in enumerate(always):
+            values[fill + k] = s
+        fill += len(always)
+    if len(row_of):
+        ev = rows[row_of]
+        order = np.argsort(ev, kind="stable")
+        ev, sig = ev[order], sig[order]
+        first = np.searchsorted(ev, ev, side="left")
+        values[fill[ev] + (np.arange(len(ev)) - first)] = sig
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.int32()))
+
+
+def _hits(prefilter: Prefilter, text):
+    """(event index, literal id) of every literal occurrence that counts, as numpy arrays (may repeat)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if not prefilter.literals or len(text) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    text = text.fill_null("")
+    database = _database(prefilter.literals)
+    if database is None:
+        return _hits_pyarrow(prefilter, text)
+    newline = pc.find_substring(text, "\n").to_numpy(zero_copy_only=False)
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + len(text) + 1]
+    ends, ids = [], []
+
+    def on_match(literal_id, start, end, flags, context):
+        ids.append(literal_id)
+        ends.append(end)
+
+    database.scan(memoryview(text.buffers()[2])[offsets[0]:offsets[-1]].tobytes(), match_event_handler=on_match)
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    literal = np.array(ids, dtype=np.int64)
+    lengths = np.array([len(lit.encode("utf-8")) for lit in prefilter.literals], dtype=np.int64)
+    end = np.array(ends, dtype=np.int64) + offsets[0]
+    start = end - lengths[literal]
+    event = np.searchsorted(offsets, start, side="right") - 1
+    inside = end <= offsets[event + 1]  # a literal spanning two events' bytes counts for neither
+    header_end = np.where(newline[event] >= 0, offsets[event] + newline[event], offsets[event + 1])
+    counts = inside & (~np.array(prefilter.header_only)[literal] | (end <= header_end))
+    return event[counts], literal[counts]
+
+
+def _hits_pyarrow(prefilter: Prefilter, text):
+    """The same without Hyperscan: one substring search per literal (slower by the number of literals)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    first_line = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
+    events, literals = [], []
+    for i, (literal, header_only) in enumerate(zip(prefilter.literals, prefilter.header_only)):
+        hit = np.flatnonzero(pc.match_substring(first_line if header_only else text, literal)
+                             .to_numpy(zero_copy_only=False))
+        events.append(hit)
+        literals.append(np.full(len(hit), i, dtype=np.int64))
+    return np.concatenate(events), np.concatenate(literals)
+
+
+@lru_cache(maxsize=4)
+def _signature_table(prefilter: Prefilter):
+    """(literals x signatures 0/1 matrix, literals per signature, signatures without literals)."""
+    import numpy as np
+
+    need = np.zeros((len(prefilter.literals), len(prefilter.signatures)), dtype=np.float32)
+    for s, lits in enumerate(prefilter.signatures):
+        need[list(lits), s] = 1
+    always = np.array([s for s, lits in enumerate(prefilter.signatures) if not lits], dtype=np.int64)
+    return need, need.sum(axis=0), always
+
+
+@lru_cache(maxsize=4)
+def _database(literals: tuple[str, ...]):
+    """A compiled Hyperscan database of the literals (once per worker process), or None without Hyperscan."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=[lit.encode("utf-8") for lit in literals], ids=list(range(len(literals))),
+                     elements=len(literals), flags=[0] * len(literals), literal=True)
+    return database
