@@ -60,7 +60,7 @@ public class CodeJob {
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         DataStream<Long> seq = env.fromSequence(0, Long.MAX_VALUE).name("sequence").uid("sequence")
-                .map(new Pace(rate)).name("records").uid("records");
+                .map(LabJob.pace(rate)).name("records").uid("records");
 
         switch (mode) {
             case "ok":
@@ -97,50 +97,12 @@ public class CodeJob {
     }
 
     private static DataStream<Long> count(DataStream<Long> in, long keys) {
-        DataStream<Long> out = in.keyBy(new Mod(keys)).process(new CountPerKey()).name("keyed-count").uid("keyed-count");
+        DataStream<Long> out = in.keyBy(new LabJob.ModKey(keys)).process(new CountPerKey()).name("keyed-count").uid("keyed-count");
         out.sinkTo(new DiscardingSink<>()).name("discard").uid("discard");
         return out;
     }
 
-    /** Paces the sequence to `rate` records per second. */
-    public static class Pace implements MapFunction<Long, Long> {
-        private final long rate;
-        private transient long seen;
-        private transient long started;
 
-        Pace(long rate) {
-            this.rate = rate;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (started == 0) {
-                started = System.currentTimeMillis();
-            }
-            seen++;
-            if (rate > 0) {
-                long due = started + seen * 1000 / rate;
-                long now = System.currentTimeMillis();
-                if (due > now) {
-                    Thread.sleep(due - now);
-                }
-            }
-            return value;
-        }
-    }
-
-    public static class Mod implements KeySelector<Long, Long> {
-        private final long keys;
-
-        Mod(long keys) {
-            this.keys = keys;
-        }
-
-        @Override
-        public Long getKey(Long value) {
-            return value % keys;
-        }
-    }
 
     public static class CountPerKey extends KeyedProcessFunction<Long, Long, Long> {
         @Override

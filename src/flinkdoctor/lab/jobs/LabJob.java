@@ -117,6 +117,11 @@ public class LabJob {
         }
     }
 
+    /** Paces the source to `rate` records per second, nothing else (the other lab jobs use it too). */
+    static Throttle pace(long rate) {
+        return new Throttle(rate, -1, 0);
+    }
+
     public static class ModKey implements KeySelector<Long, Long> {
         private final long keys;
 

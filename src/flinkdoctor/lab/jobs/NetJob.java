@@ -35,7 +35,7 @@ public class NetJob {
         env.fromSequence(0, Long.MAX_VALUE)
                 .name("sequence")
                 .uid("sequence")
-                .map(new Pace(rate))
+                .map(LabJob.pace(rate))
                 .name("records")
                 .uid("records")
                 .partitionCustom(new RoutePartitioner(), new Route(routes))
@@ -48,32 +48,6 @@ public class NetJob {
         env.execute(name);
     }
 
-    /** Paces the source to `rate` records per second. */
-    public static class Pace implements MapFunction<Long, Long> {
-        private final long rate;
-        private transient long seen;
-        private transient long started;
-
-        Pace(long rate) {
-            this.rate = rate;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (started == 0) {
-                started = System.currentTimeMillis();
-            }
-            seen++;
-            if (rate > 0) {
-                long due = started + seen * 1000 / rate;
-                long now = System.currentTimeMillis();
-                if (due > now) {
-                    Thread.sleep(due - now);
-                }
-            }
-            return value;
-        }
-    }
 
     public static class Route implements KeySelector<Long, Long> {
         private final long routes;

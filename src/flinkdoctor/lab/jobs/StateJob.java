@@ -3,11 +3,9 @@ package flinkdoctor.lab;
 import java.util.HashMap;
 import java.util.Map;
 
-import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.java.functions.KeySelector;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -48,10 +46,10 @@ public class StateJob {
         env.fromSequence(0, Long.MAX_VALUE)
                 .name("sequence")
                 .uid("sequence")
-                .map(new Pace(rate))
+                .map(LabJob.pace(rate))
                 .name("records")
                 .uid("records")
-                .keyBy(new Mod(keys))
+                .keyBy(new LabJob.ModKey(keys))
                 .process(new KeyedCount(payload, "string".equals(countType)))
                 .name("keyed-count")
                 .uid("keyed-count")
@@ -61,45 +59,7 @@ public class StateJob {
         env.execute(name);
     }
 
-    /** Paces the source to `rate` records per second. */
-    public static class Pace implements MapFunction<Long, Long> {
-        private final long rate;
-        private transient long seen;
-        private transient long started;
 
-        Pace(long rate) {
-            this.rate = rate;
-        }
-
-        @Override
-        public Long map(Long value) throws Exception {
-            if (started == 0) {
-                started = System.currentTimeMillis();
-            }
-            seen++;
-            if (rate > 0) {
-                long due = started + seen * 1000 / rate;
-                long now = System.currentTimeMillis();
-                if (due > now) {
-                    Thread.sleep(due - now);
-                }
-            }
-            return value;
-        }
-    }
-
-    public static class Mod implements KeySelector<Long, Long> {
-        private final long keys;
-
-        Mod(long keys) {
-            this.keys = keys;
-        }
-
-        @Override
-        public Long getKey(Long value) {
-            return value % keys;
-        }
-    }
 
     /** Keyed counter whose "count" state is a Long or (after a code change) a String. */
     public static class KeyedCount extends KeyedProcessFunction<Long, Long, Long> {
