@@ -159,3 +159,18 @@ def test_file_names_carry_no_meaning(diagnose_bundle, tmp_path):
 def test_missing_path_is_an_input_error(tmp_path):
     with pytest.raises(IngestError, match="no such file"):
         ingest([tmp_path / "nope"], tmp_path / "work")
+
+
+def test_a_reused_work_dir_stages_the_new_input(tmp_path):
+    """A second run with the same --work-dir must read its own files, not the links and members the first left."""
+    work = tmp_path / "work"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for bundle, lines in ((first, 3), (second, 5)):
+        bundle.mkdir()
+        src = DATA / "seeds" / "003" / "taskmanager.log"
+        (bundle / "taskmanager.log").write_text("".join(src.read_text().splitlines(True)[:lines]))
+    ingest([first], work)
+    manifest = ingest([second], work)
+    staged = [Path(s.staged) for s in manifest.text_sources]
+    assert [len(p.read_text().splitlines()) for p in staged] == [5]
+    assert sorted(p.name for p in (work / "sources").iterdir()) == [p.name for p in staged]

@@ -105,7 +105,10 @@ class _Builder:
         self.work_dir = work_dir
         self.staging = work_dir / "sources"
         self.unpacked = work_dir / "unpacked"
-        self.staging.mkdir(parents=True, exist_ok=True)
+        for own in (self.staging, self.unpacked):  # an earlier run with this work dir: never read its files
+            if own.is_dir() and not own.is_symlink():
+                shutil.rmtree(own)
+        self.staging.mkdir(parents=True)
         self.max_unpacked = max_unpacked
         self.unpacked_bytes = 0
         self.sources: list[Source] = []
@@ -280,7 +283,7 @@ class _Builder:
         staged = self.staging / f"{source.id:05d}{suffix}"
         if staged_already and not compressed:
             staged = path
-        elif not staged.exists():
+        else:
             os.symlink(path.resolve(), staged)
         source.staged = str(staged)
         self.sources.append(source)
