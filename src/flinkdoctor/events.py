@@ -195,7 +195,6 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
         value = F.col("_f")[FIELDS.index(name)]
         return F.when(value != "", value)
 
-    body = F.when(F.instr("text", "\n") > 0, F.substring_index("text", "\n", -(2**31 - 1)))
     events = events.withColumn("_f", parts)
     events = events.select(
         "sid", "block", "first_rel", "last_rel", "orphan", "sigs",

@@ -5,7 +5,6 @@ second matcher that could drift from the product.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 

@@ -50,36 +50,18 @@ def scan(prefilter: Prefilter, text):
     import numpy as np
     import pyarrow as pa
 
-    n = len(text)
     event, literal = _hits(prefilter, text)
     need, needed, always = _signature_table(prefilter)
+    ok = np.zeros((len(text), len(prefilter.signatures)), dtype=bool)  # events x signatures
+    ok[:, always] = True
     rows = np.unique(event)
     if len(rows):
         present = np.zeros((len(rows), len(prefilter.literals)), dtype=np.float32)
         present[np.searchsorted(rows, event), literal] = 1
-        ok = (present @ need) == needed  # rows x signatures: all of the signature's literals present (BLAS)
-        ok[:, always] = False  # listed for every event below
-        row_of, sig = np.nonzero(ok)
-    else:
-        row_of = sig = np.zeros(0, dtype=np.int64)
-    counts = np.full(n, len(always), dtype=np.int32)
-    np.add.at(counts, rows[row_of] if len(rows) else row_of, 1)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(counts, out=offsets[1:])
-    values = np.empty(offsets[-1], dtype=np.int32)
-    # fill each event's list: the signatures without literals, then those found
-    fill = offsets[:-1].copy()
-    if len(always):
-        for k, s in enumerate(always):
-            values[fill + k] = s
-        fill += len(always)
-    if len(row_of):
-        ev = rows[row_of]
-        order = np.argsort(ev, kind="stable")
-        ev, sig = ev[order], sig[order]
-        first = np.searchsorted(ev, ev, side="left")
-        values[fill[ev] + (np.arange(len(ev)) - first)] = sig
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.int32()))
+        ok[rows] = (present @ need) == needed  # all of the signature's literals present (a BLAS product)
+    offsets = np.zeros(len(text) + 1, dtype=np.int32)
+    np.cumsum(ok.sum(axis=1), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.nonzero(ok)[1], type=pa.int32()))
 
 
 def _hits(prefilter: Prefilter, text):

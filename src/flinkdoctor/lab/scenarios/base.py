@@ -5,6 +5,7 @@ spellings, which Flink 1.20 and 2.x both read (1.20 also still reads the older d
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -50,3 +51,28 @@ def until_failed(timeout: float):
         run.snapshot("running")
         run.wait_for("job FAILED", lambda: run.state() in ("FAILED", None), timeout)
     return inject
+
+
+def stop_with_savepoint(run) -> str:
+    """After two checkpoints, bin/flink stop --savepointPath; returns the savepoint path."""
+    run.wait_for("two completed checkpoints", lambda: run.log_has(r"Completed checkpoint 2 for job"), 40)
+    run.snapshot("running")
+    run.note("bin/flink stop --savepointPath ...")
+    out = run.cluster.flink("stop", "--savepointPath", f"file://{run.cluster.tmp / 'savepoints'}", run.job_id)
+    m = re.search(r"Savepoint completed\. Path: (\S+)", out)
+    if not m:
+        raise RuntimeError(f"no savepoint path in bin/flink stop output:\n{out}")
+    return m.group(1)
+
+
+def resubmit(run, savepoint: str, *args: str, main_class: str = "flinkdoctor.lab.LabJob") -> None:
+    """bin/flink run -d -s <savepoint> with the job's arguments changed by `args`."""
+    run.note(f"savepoint {savepoint}; resubmitting with -s and {' '.join(args) or 'the same arguments'}")
+    old_job = run.job_id
+    try:
+        run.job_id = run.cluster.submit(run.jar, *run.job_args, *args, options=("-s", savepoint),
+                                        main_class=main_class)
+    except RuntimeError:  # the client waits for the JobMaster; a JobManager-side restore failure ends here
+        run.note("bin/flink run failed (see the client log); the job is FAILED at the JobManager")
+        jobs = run.cluster.get("/jobs/overview")["jobs"]
+        run.job_id = max((j for j in jobs if j["jid"] != old_job), key=lambda j: j["start-time"])["jid"]

@@ -1,9 +1,8 @@
 """The first scenarios: checkpoints, restarts, freezes of each daemon, heap OOM, slots, restore."""
 from __future__ import annotations
 
-import re
-
-from .base import Scenario, base_config as _base, healthy as _healthy, until_failed as _until_failed
+from .base import (Scenario, base_config as _base, healthy as _healthy, resubmit, stop_with_savepoint,
+                   until_failed as _until_failed)
 
 
 def _checkpoint_timeout(run) -> None:
@@ -16,22 +15,7 @@ def _checkpoint_timeout(run) -> None:
 
 
 def _incompatible_restore(run) -> None:
-    run.wait_for("two completed checkpoints", lambda: run.log_has(r"Completed checkpoint 2 for job"), 40)
-    run.snapshot("running")
-    run.note("bin/flink stop --savepointPath ...")
-    out = run.cluster.flink("stop", "--savepointPath", f"file://{run.cluster.tmp / 'savepoints'}", run.job_id)
-    m = re.search(r"Savepoint completed\. Path: (\S+)", out)
-    if not m:
-        raise RuntimeError(f"no savepoint path in bin/flink stop output:\n{out}")
-    run.note(f"savepoint {m.group(1)}; resubmitting with --count-uid keyed-count-v2")
-    old_job = run.job_id
-    try:
-        run.job_id = run.cluster.submit(run.jar, *run.job_args, "--count-uid", "keyed-count-v2",
-                                        options=("-s", m.group(1)))
-    except RuntimeError:  # expected: the client waits for the JobMaster, which cannot restore
-        run.note("bin/flink run failed (see the client log); the job is FAILED at the JobManager")
-        jobs = run.cluster.get("/jobs/overview")["jobs"]
-        run.job_id = max((j for j in jobs if j["jid"] != old_job), key=lambda j: j["start-time"])["jid"]
+    resubmit(run, stop_with_savepoint(run), "--count-uid", "keyed-count-v2")
     run.wait_for("the restore to fail", lambda: run.state() in ("FAILED", None), 60)
 
 

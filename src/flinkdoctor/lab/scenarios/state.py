@@ -5,56 +5,32 @@ it with `-s`, changed the way an operator or developer changes a job between two
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from .base import Scenario, base_config as _base, healthy as _healthy, until_failed as _until_failed
+from .base import (Scenario, base_config as _base, healthy as _healthy, resubmit, stop_with_savepoint,
+                   until_failed as _until_failed)
 
 STATE_JOB = "flinkdoctor.lab.StateJob"
-
-
-def _stop_with_savepoint(run) -> str:
-    run.wait_for("two completed checkpoints", lambda: run.log_has(r"Completed checkpoint 2 for job"), 40)
-    run.snapshot("running")
-    run.note("bin/flink stop --savepointPath ...")
-    out = run.cluster.flink("stop", "--savepointPath", f"file://{run.cluster.tmp / 'savepoints'}", run.job_id)
-    m = re.search(r"Savepoint completed\. Path: (\S+)", out)
-    if not m:
-        raise RuntimeError(f"no savepoint path in bin/flink stop output:\n{out}")
-    return m.group(1)
-
-
-def _resubmit(run, savepoint: str, *args: str) -> None:
-    """bin/flink run -d -s <savepoint> with the job's arguments changed by `args`."""
-    run.note(f"savepoint {savepoint}; resubmitting with -s and {' '.join(args) or 'the same arguments'}")
-    old_job = run.job_id
-    try:
-        run.job_id = run.cluster.submit(run.jar, *run.job_args, *args, options=("-s", savepoint),
-                                        main_class=STATE_JOB)
-    except RuntimeError:  # the client waits for the JobMaster; a JobManager-side restore failure ends here
-        run.note("bin/flink run failed (see the client log); the job is FAILED at the JobManager")
-        jobs = run.cluster.get("/jobs/overview")["jobs"]
-        run.job_id = max((j for j in jobs if j["jid"] != old_job), key=lambda j: j["start-time"])["jid"]
 
 
 def _restore_changed(*args: str):
     """Savepoint, then restore into the same job with `args` changed; wait until it has FAILED."""
     def inject(run) -> None:
-        savepoint = _stop_with_savepoint(run)
-        _resubmit(run, savepoint, *args)
+        savepoint = stop_with_savepoint(run)
+        resubmit(run, savepoint, *args, main_class=STATE_JOB)
         run.wait_for("the restore to fail", lambda: run.state() in ("FAILED", None), 60)
     return inject
 
 
 def _restore_damaged(run) -> None:
     """Savepoint, delete its state files but keep _metadata (a cleanup that spared only the metadata)."""
-    savepoint = _stop_with_savepoint(run)
+    savepoint = stop_with_savepoint(run)
     sp_dir = run.cluster.tmp / "savepoints" / savepoint.rstrip("/").rsplit("/", 1)[-1]
     removed = [p.name for p in sorted(sp_dir.iterdir()) if p.is_file() and p.name != "_metadata"]
     for name in removed:
         (sp_dir / name).unlink()
     run.note(f"deleted {len(removed)} state file(s) from {sp_dir.name}, kept _metadata: {', '.join(removed)}")
-    _resubmit(run, savepoint)
+    resubmit(run, savepoint, main_class=STATE_JOB)
     run.wait_for("the restore to fail", lambda: run.state() in ("FAILED", None), 60)
 
 
