@@ -7,7 +7,6 @@ import java.net.Socket;
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -46,10 +45,7 @@ import org.apache.flink.util.Collector;
 public class CodeJob {
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> a = LabJob.options(args);
         String mode = a.getOrDefault("mode", "ok");
         long rate = Long.parseLong(a.getOrDefault("rate", "1000"));
         long keys = Long.parseLong(a.getOrDefault("keys", "64"));

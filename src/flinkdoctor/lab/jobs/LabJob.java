@@ -37,10 +37,7 @@ import org.apache.flink.util.Collector;
 public class LabJob {
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> a = options(args);
         final long rate = Long.parseLong(a.getOrDefault("rate", "2000"));
         final long keys = Long.parseLong(a.getOrDefault("keys", "128"));
         final int payload = Integer.parseInt(a.getOrDefault("payload", "0"));
@@ -115,6 +112,15 @@ public class LabJob {
             }
             return value;
         }
+    }
+
+    /** "--key value" pairs, as every lab job takes its arguments. */
+    static Map<String, String> options(String[] args) {
+        Map<String, String> a = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) {
+            a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+        }
+        return a;
     }
 
     /** Paces the source to `rate` records per second, nothing else (the other lab jobs use it too). */

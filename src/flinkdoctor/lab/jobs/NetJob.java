@@ -1,6 +1,5 @@
 package flinkdoctor.lab;
 
-import java.util.HashMap;
 import java.util.Map;
 
 import org.apache.flink.api.common.functions.MapFunction;
@@ -23,10 +22,7 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 public class NetJob {
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> a = LabJob.options(args);
         final long rate = Long.parseLong(a.getOrDefault("rate", "1000"));
         final long routes = Long.parseLong(a.getOrDefault("routes", "16"));
         String name = a.getOrDefault("name", "flinkdoctor-lab-net");

@@ -1,6 +1,5 @@
 package flinkdoctor.lab;
 
-import java.util.HashMap;
 import java.util.Map;
 
 import org.apache.flink.api.common.functions.OpenContext;
@@ -28,10 +27,7 @@ import org.apache.flink.util.Collector;
 public class StateJob {
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        }
+        Map<String, String> a = LabJob.options(args);
         final long rate = Long.parseLong(a.getOrDefault("rate", "2000"));
         final long keys = Long.parseLong(a.getOrDefault("keys", "128"));
         final int payload = Integer.parseInt(a.getOrDefault("payload", "0"));
