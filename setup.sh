@@ -12,7 +12,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# the fault lab: its own package, after the product it depends on (else pip would look for flinkdoctor on PyPI)
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ./lab
 echo "flinkdoctor installed in .venv; diagnosing demo/host-stall-incident.tar.gz" >&2
 export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}
 .venv/bin/flinkdoctor diagnose demo/host-stall-incident.tar.gz

@@ -4,6 +4,7 @@ Skipped unless FLINKDOCTOR_LIVE_LAB=1: it downloads Flink on first use (~250 MB,
 $FLINKDOCTOR_CACHE or ~/.cache/flinkdoctor) and takes about a minute. It proves the lab itself
 (install, cluster, job, fault, REST snapshots, shutdown, bundle) has not rotted.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,16 @@ import tarfile
 
 import pytest
 
-pytestmark = pytest.mark.skipif(os.environ.get("FLINKDOCTOR_LIVE_LAB") != "1",
-                                reason="live fault lab runs only with FLINKDOCTOR_LIVE_LAB=1")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("FLINKDOCTOR_LIVE_LAB") != "1",
+    reason="live fault lab runs only with FLINKDOCTOR_LIVE_LAB=1",
+)
 
 VERSION = os.environ.get("FLINKDOCTOR_LIVE_LAB_VERSION", "1.20.3")
 
 
 def test_restart_exhausted_live(tmp_path, diagnose_bundle):
-    from flinkdoctor.lab.runner import run_scenario
+    from flinkdoctor_lab.runner import run_scenario
 
     meta = run_scenario("restart-exhausted", VERSION, tmp_path, tar=True, progress=lambda m: None)
 
@@ -29,8 +32,11 @@ def test_restart_exhausted_live(tmp_path, diagnose_bundle):
 
     with tarfile.open(meta["bundle"]) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-        texts = {n.split("/", 1)[1]: tf.extractfile(n).read().decode("utf-8", "replace")
-                 for n in tf.getnames() if n.endswith((".log", ".json", ".yaml"))}
+        texts = {
+            n.split("/", 1)[1]: tf.extractfile(n).read().decode("utf-8", "replace")
+            for n in tf.getnames()
+            if n.endswith((".log", ".json", ".yaml"))
+        }
     jm_logs = [n for n in names if n.startswith("log/") and "standalonesession" in n and n.endswith(".log")]
     tm_logs = [n for n in names if n.startswith("log/") and "taskexecutor" in n and n.endswith(".log")]
     assert jm_logs and tm_logs

@@ -5,6 +5,7 @@ deps/bin/bash-java-utils.jar) and the `apache-flink` wheel carries the scripts a
 (pyflink/bin, pyflink/conf). Put side by side they form an ordinary FLINK_HOME, so the lab needs
 no Maven, no Hadoop and no mirror of archive.apache.org.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-DEFAULT_VERSIONS = ("1.20.3", "2.1.1")
+# The Flink versions the lab is recorded on (tests/data/lab/<version>/); `run` defaults to the first.
+FLINK_VERSIONS = ("1.20.3", "2.1.1")
 JOBS_DIR = Path(__file__).parent / "jobs"
 
 
@@ -37,12 +39,23 @@ def ensure_flink(version: str, log=print) -> Path:
     if (home / ".complete").exists():
         return home
     home.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"flink-{version}-", dir=home.parent) as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix=f"flink-{version}-", dir=home.parent) as tmp_name:
+        tmp = Path(tmp_name)
         log(f"downloading apache-flink-libraries=={version} and apache-flink=={version} from PyPI")
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-             "-d", str(tmp / "dl"), f"apache-flink-libraries=={version}", f"apache-flink=={version}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-d",
+                str(tmp / "dl"),
+                f"apache-flink-libraries=={version}",
+                f"apache-flink=={version}",
+            ],
             check=True,
         )
         staging = tmp / "home"
@@ -57,8 +70,20 @@ def ensure_flink(version: str, log=print) -> Path:
 
 def _assemble(dl: Path, home: Path) -> None:
     """Unpack jars from the sdist and scripts/config from the wheel into one FLINK_HOME."""
-    sdist = next(dl.glob("apache*flink*libraries*.tar.gz"))
-    wheel = next(dl.glob("apache_flink-*.whl"))
+    _unpack_jars(next(dl.glob("apache*flink*libraries*.tar.gz")), home)
+    _unpack_scripts(next(dl.glob("apache_flink-*.whl")), home)
+    for script in (home / "bin").iterdir():
+        if script.suffix in ("", ".sh"):
+            script.chmod(0o755)
+    for sh in (home / "plugins").rglob("*.sh"):
+        sh.chmod(0o755)
+    (home / "log").mkdir(exist_ok=True)
+    if not (home / "bin" / "bash-java-utils.jar").exists() or not list((home / "lib").glob("flink-dist*.jar")):
+        raise RuntimeError(f"incomplete Flink distribution in {home}")
+
+
+def _unpack_jars(sdist: Path, home: Path) -> None:
+    """deps/{lib,opt,plugins,bin} of the apache-flink-libraries sdist -> home/{lib,opt,plugins,bin}."""
     with tarfile.open(sdist) as tf:
         for m in tf.getmembers():
             parts = Path(m.name).parts
@@ -67,12 +92,17 @@ def _assemble(dl: Path, home: Path) -> None:
             if not (m.isfile() or m.isdir()):
                 continue
             target = home.joinpath(*parts[2:])
-            if m.isdir():
+            src_file = tf.extractfile(m)
+            if src_file is None:  # a directory
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            with tf.extractfile(m) as src, open(target, "wb") as dst:
+            with src_file as src, open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst)
+
+
+def _unpack_scripts(wheel: Path, home: Path) -> None:
+    """pyflink/{bin,conf} of the apache-flink wheel -> home/{bin,conf}."""
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
             parts = Path(name).parts
@@ -82,14 +112,6 @@ def _assemble(dl: Path, home: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(name) as src, open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst)
-    for script in (home / "bin").iterdir():
-        if script.suffix in ("", ".sh"):
-            script.chmod(0o755)
-    for sh in (home / "plugins").rglob("*.sh"):
-        sh.chmod(0o755)
-    (home / "log").mkdir(exist_ok=True)
-    if not (home / "bin" / "bash-java-utils.jar").exists() or not list((home / "lib").glob("flink-dist*.jar")):
-        raise RuntimeError(f"incomplete Flink distribution in {home}")
 
 
 def ensure_jobs_jar(version: str, log=print) -> Path:
@@ -105,8 +127,17 @@ def ensure_jobs_jar(version: str, log=print) -> Path:
         classes = Path(tmp) / "classes"
         log(f"compiling lab jobs for Flink {version}")
         subprocess.run(
-            ["javac", "--release", "11", "-nowarn", "-cp", str(home / "lib") + "/*", "-d", str(classes),
-             *map(str, sources)],
+            [
+                "javac",
+                "--release",
+                "11",
+                "-nowarn",
+                "-cp",
+                str(home / "lib") + "/*",
+                "-d",
+                str(classes),
+                *map(str, sources),
+            ],
             check=True,
         )
         tmp_jar = Path(tmp) / "jobs.jar"

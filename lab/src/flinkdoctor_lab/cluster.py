@@ -5,9 +5,12 @@ logs, .out files and command lines are exactly those an operator gets. FLINK_CON
 and FLINK_PID_DIR point into the run directory; ports are picked free; the daemons run in their own
 session so a Ctrl-C in the terminal reaches us, not them, and we stop them by pid.
 """
+
 from __future__ import annotations
 
+import contextlib
 import getpass
+import http.client
 import json
 import os
 import re
@@ -21,7 +24,11 @@ from pathlib import Path
 
 import yaml
 
-from ..ingest import flatten_config
+from flinkdoctor.classify import flatten_config
+
+# What a REST call raises when the JobManager is down, frozen or restarting (refused, timed out, dropped), or
+# answers with something other than what we read; callers treat all of these as "no answer".
+REST_ERRORS = (OSError, ValueError, KeyError, TypeError, http.client.HTTPException)
 
 DAEMONS = {"jobmanager": "standalonesession", "taskmanager": "taskexecutor", "zookeeper": "zookeeper"}
 
@@ -33,7 +40,7 @@ def free_port() -> int:
 
 
 def base_role(role: str) -> str:
-    """"taskmanager-1" -> "taskmanager": further TaskManagers are keyed taskmanager-1, -2, ..."""
+    """ "taskmanager-1" -> "taskmanager": further TaskManagers are keyed taskmanager-1, -2, ..."""
     return role.split("-", 1)[0]
 
 
@@ -85,12 +92,14 @@ class Cluster:
         }
         if self.zookeeper:
             self.zk_port = free_port()
-            cfg.update({
-                "high-availability.type": "zookeeper",
-                "high-availability.zookeeper.quorum": f"localhost:{self.zk_port}",
-                "high-availability.storageDir": f"file://{self.tmp / 'ha'}",
-                "high-availability.cluster-id": "/flinkdoctor-lab",
-            })
+            cfg.update(
+                {
+                    "high-availability.type": "zookeeper",
+                    "high-availability.zookeeper.quorum": f"localhost:{self.zk_port}",
+                    "high-availability.storageDir": f"file://{self.tmp / 'ha'}",
+                    "high-availability.cluster-id": "/flinkdoctor-lab",
+                }
+            )
         cfg.update(overrides)
         return cfg
 
@@ -106,14 +115,17 @@ class Cluster:
         (self.conf_dir / "config.yaml").write_text(text)
         if self.zookeeper:
             (self.conf_dir / "zoo.cfg").write_text(
-                "tickTime=1000\ninitLimit=10\nsyncLimit=5\n"
-                f"clientPort={self.zk_port}\ndataDir={self.tmp / 'zk'}\n"
+                f"tickTime=1000\ninitLimit=10\nsyncLimit=5\nclientPort={self.zk_port}\ndataDir={self.tmp / 'zk'}\n"
             )
 
     def env(self) -> dict:
         env = dict(os.environ)
-        env.update(FLINK_CONF_DIR=str(self.conf_dir), FLINK_LOG_DIR=str(self.log_dir),
-                   FLINK_PID_DIR=str(self.pid_dir), FLINK_HOME=str(self.home))
+        env.update(
+            FLINK_CONF_DIR=str(self.conf_dir),
+            FLINK_LOG_DIR=str(self.log_dir),
+            FLINK_PID_DIR=str(self.pid_dir),
+            FLINK_HOME=str(self.home),
+        )
         env.setdefault("USER", getpass.getuser())  # Flink names its log and pid files after it
         env.pop("FLINK_ENV_JAVA_OPTS", None)
         return env
@@ -141,8 +153,14 @@ class Cluster:
         env = self.env()
         if config:
             env["FLINK_CONF_DIR"] = str(self.write_role_config(role, config))
-        subprocess.run([str(self.home / "bin" / script), "start", *args], env=env, check=True,
-                       stdout=subprocess.DEVNULL, start_new_session=True, timeout=60)
+        subprocess.run(
+            [str(self.home / "bin" / script), "start", *args],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            timeout=60,
+        )
         pid_file = next(self.pid_dir.glob(f"flink-*-{DAEMONS[base]}.pid"))
         pid = int(pid_file.read_text().split()[-1])  # the script appends each new daemon's pid
         self.pids[role] = pid
@@ -151,8 +169,10 @@ class Cluster:
     @property
     def taskmanagers(self) -> list[str]:
         """Roles of the TaskManagers started so far (alive or not), in start order."""
-        return sorted((r for r in self.pids if base_role(r) == "taskmanager"),
-                      key=lambda r: int(r.split("-")[1]) if "-" in r else 0)
+        return sorted(
+            (r for r in self.pids if base_role(r) == "taskmanager"),
+            key=lambda r: int(r.split("-")[1]) if "-" in r else 0,
+        )
 
     def add_taskmanager(self, config: dict | None = None) -> str:
         """Start one more TaskManager (taskmanager-N, N = how many were started before); returns its role."""
@@ -204,10 +224,8 @@ class Cluster:
     def stop_all(self) -> None:
         """Stop in the order stop-cluster.sh uses: TaskManagers, JobManager, then ZooKeeper."""
         for role in (*self.taskmanagers, "jobmanager", "zookeeper"):
-            try:
+            with contextlib.suppress(OSError):  # keep stopping the others
                 self.stop(role)
-            except Exception:  # keep stopping the others
-                pass
 
     # -- REST and client -----------------------------------------------------------------
     @property
@@ -229,21 +247,26 @@ class Cluster:
                 overview = self.get("/overview")
                 if overview.get("slots-total", 0) >= slots and overview.get("taskmanagers", 0) >= taskmanagers:
                     return
-            except Exception:
+            except REST_ERRORS:
                 pass
             time.sleep(1)
         raise TimeoutError(f"cluster not ready after {timeout:.0f}s; see {self.log_dir}")
 
     def flink(self, *args: str, timeout: float = 120) -> str:
         """Run bin/flink against this cluster (it logs to log/flink-*-client-*.log)."""
-        res = subprocess.run([str(self.home / "bin" / "flink"), *args], env=self.env(), capture_output=True,
-                             text=True, timeout=timeout, start_new_session=True)
+        res = subprocess.run(
+            [str(self.home / "bin" / "flink"), *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
         if res.returncode != 0:
             raise RuntimeError(f"bin/flink {' '.join(args)} failed:\n{res.stdout}\n{res.stderr}")
         return res.stdout
 
-    def submit(self, jar: Path, *args: str, options: tuple[str, ...] = (),
-               main_class: str = "flinkdoctor.lab.LabJob") -> str:
+    def submit(self, jar: Path, *args: str, main_class: str, options: tuple[str, ...] = ()) -> str:
         """bin/flink run -d [options] -c main_class jar args; returns the job id the client printed."""
         out = self.flink("run", "-d", *options, "-c", main_class, str(jar), *args)
         m = re.search(r"JobID ([0-9a-f]{32})", out)
@@ -254,5 +277,5 @@ class Cluster:
     def job_state(self, job_id: str) -> str | None:
         try:
             return self.get(f"/jobs/{job_id}", timeout=3)["state"]
-        except Exception:
+        except REST_ERRORS:
             return None

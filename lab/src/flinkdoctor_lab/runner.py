@@ -3,18 +3,21 @@
 Every process started here is stopped by pid in a `finally`, and SIGTERM/SIGHUP are turned into
 KeyboardInterrupt so that path runs on those too (Ctrl-C already raises it).
 """
+
 from __future__ import annotations
 
 import json
 import re
 import signal
+import subprocess
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
-from . import bundle
-from .cluster import Cluster
+from . import LabError, bundle
+from .cluster import REST_ERRORS, Cluster
 from .install import ensure_flink, ensure_jobs_jar
 from .scenarios import SCENARIOS, Scenario
 
@@ -22,11 +25,19 @@ from .scenarios import SCENARIOS, Scenario
 class Run:
     """What a scenario's `inject` step can do: wait, freeze, snapshot, read the logs."""
 
-    def __init__(self, cluster: Cluster, job_id: str, jar: Path, job_args: list[str],
-                 progress: Callable[[str], None]):
+    def __init__(
+        self,
+        cluster: Cluster,
+        job_id: str,
+        jar: Path,
+        job_class: str,
+        job_args: list[str],
+        progress: Callable[[str], None],
+    ):
         self.cluster = cluster
         self.job_id = job_id
         self.jar = jar
+        self.job_class = job_class
         self.job_args = job_args
         self.progress = progress
         self.rest_log: list[dict] = []
@@ -98,7 +109,7 @@ class Run:
             self.note("cancelling the job")
             try:
                 self.cluster.flink("cancel", self.job_id, timeout=60)
-            except Exception as e:
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                 self.note(f"cancel failed: {e}")
             self.wait_for("job CANCELED", lambda: self.state() in ("CANCELED", "FAILED", None), 30)
 
@@ -106,8 +117,10 @@ class Run:
 @contextmanager
 def _signals_raise():
     """Make SIGTERM and SIGHUP unwind like Ctrl-C so the finally block stops the cluster."""
+
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
+
     old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
@@ -119,7 +132,7 @@ def _signals_raise():
 def _tasks_running(cluster: Cluster, job_id: str) -> bool:
     try:
         job = cluster.get(f"/jobs/{job_id}", timeout=3)
-    except Exception:
+    except REST_ERRORS:
         return False
     return job["state"] == "RUNNING" and all(v["status"] == "RUNNING" for v in job["vertices"])
 
@@ -144,18 +157,33 @@ def check_expectations(run_dir: Path, scenario: Scenario) -> list[dict]:
     return results
 
 
-def run_scenario(name: str, version: str, out: Path, tar: bool = False,
-                 progress: Callable[[str], None] = print) -> dict:
-    """Run scenario `name` on Flink `version`; return lab.json's content (with 'bundle' = path)."""
+def run_scenario(
+    name: str, version: str, out: Path, tar: bool = False, progress: Callable[[str], None] = print
+) -> dict:
+    """Run scenario `name` on Flink `version`; return lab.json's content (with 'bundle' = path).
+
+    Raises LabError when Flink or the jobs jar cannot be prepared, or when the run fails (after it has
+    stopped every process and written the partial bundle)."""
     scenario = SCENARIOS[name]
     started = time.time()
-    home = ensure_flink(version, progress)
-    jar = ensure_jobs_jar(version, progress)
+    try:
+        home = ensure_flink(version, progress)
+        jar = ensure_jobs_jar(version, progress)
+    except (OSError, subprocess.SubprocessError, RuntimeError) as e:
+        raise LabError(f"cannot prepare Flink {version} and the lab jobs: {e}") from e
     run_dir = Path(out).resolve() / f"{name}-{version}-{time.strftime('%Y%m%d-%H%M%S')}"
-    cluster = Cluster(home, run_dir, scenario.config(version, run_dir), zookeeper=scenario.zookeeper)
+    if scenario.setup:
+        scenario.setup(run_dir)
+    cluster = Cluster(home, run_dir, scenario.cluster_config(run_dir), zookeeper=scenario.zookeeper)
     cluster.write_config()
-    meta = {"schema": "flinkdoctor.lab/v1", "scenario": name, "summary": scenario.summary,
-            "flink_version": version, "started": bundle._now(), "job_args": scenario.job_args}
+    meta: dict[str, Any] = {
+        "schema": "flinkdoctor.lab/v1",
+        "scenario": name,
+        "summary": scenario.summary,
+        "flink_version": version,
+        "started": bundle._now(),
+        "job_args": scenario.job_args,
+    }
     run = None
     error = None
     try:
@@ -173,29 +201,39 @@ def run_scenario(name: str, version: str, out: Path, tar: bool = False,
             progress(f"cluster up, REST at {cluster.rest_url}; submitting the job")
             job_args = ["--name", f"flinkdoctor-lab-{name}", *scenario.job_args]
             job_id = cluster.submit(jar, *job_args, main_class=scenario.job_class)
-            run = Run(cluster, job_id, jar, job_args, progress)
+            run = Run(cluster, job_id, jar, scenario.job_class, job_args, progress)
             run.note(f"job {job_id} submitted")
             # a job that fails while its tasks start (a restore, an open() that throws) never gets there
-            run.wait_for("all tasks RUNNING (or the job failing)",
-                         lambda: _tasks_running(cluster, job_id)
-                         or cluster.job_state(job_id) in ("FAILING", "FAILED", "RESTARTING"), 60)
+            run.wait_for(
+                "all tasks RUNNING (or the job failing)",
+                lambda: (
+                    _tasks_running(cluster, job_id) or cluster.job_state(job_id) in ("FAILING", "FAILED", "RESTARTING")
+                ),
+                60,
+            )
             scenario.inject(run)
             run.snapshot("end")
             run.cancel()
-    except Exception as e:  # keep what Flink wrote so far; Ctrl-C (KeyboardInterrupt) just stops
+    except Exception as e:  # noqa: BLE001 (any failure: keep what Flink wrote; Ctrl-C just stops)
         error = f"{type(e).__name__}: {e}"
         progress(f"error: {error}")
     finally:
         progress("stopping every process this run started")
         cluster.stop_all()
-    meta.update(finished=bundle._now(), seconds=round(time.time() - started, 1), error=error,
-                job_id=run and run.job_id, final_state=None,
-                steps=run.notes if run else [], rest=run.rest_log if run else [])
+    meta.update(
+        finished=bundle._now(),
+        seconds=round(time.time() - started, 1),
+        error=error,
+        job_id=run and run.job_id,
+        final_state=None,
+        steps=run.notes if run else [],
+        rest=run.rest_log if run else [],
+    )
     final = [r for r in meta["rest"] if r["path"] == f"/jobs/{meta['job_id']}" and r.get("status") == 200]
     if final:
         meta["final_state"] = json.loads((run_dir / "rest" / final[-1]["file"]).read_text())["state"]
     meta["expectations"] = check_expectations(run_dir, scenario)
     meta["bundle"] = str(bundle.finish(run_dir, {k: v for k, v in meta.items() if k != "bundle"}, tar))
     if error:
-        raise RuntimeError(f"{name} on Flink {version} failed: {error}; partial bundle: {meta['bundle']}")
+        raise LabError(f"{name} on Flink {version} failed: {error}; partial bundle: {meta['bundle']}")
     return meta

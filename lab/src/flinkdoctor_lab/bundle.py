@@ -3,8 +3,10 @@
 REST bodies are stored byte for byte as the JobManager sent them; what we add about the run
 (scenario, versions, times, requests made) goes to lab.json, never into Flink's own files.
 """
+
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
 import tarfile
@@ -12,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 # file stem -> REST path ({job} is the job id)
 ENDPOINTS = {
@@ -39,7 +42,7 @@ def snapshot(rest_url: str, job_id: str | None, dest: Path, timeout: float = 5.0
         if "{job}" in path and not job_id:
             continue
         url_path = path.format(job=job_id)
-        rec = {"file": f"{dest.name}/{stem}.json", "path": url_path, "time": _now()}
+        rec: dict[str, Any] = {"file": f"{dest.name}/{stem}.json", "path": url_path, "time": _now()}
         try:
             with urllib.request.urlopen(rest_url + url_path, timeout=timeout) as r:
                 body = r.read()
@@ -48,7 +51,7 @@ def snapshot(rest_url: str, job_id: str | None, dest: Path, timeout: float = 5.0
         except urllib.error.HTTPError as e:
             rec["status"] = e.code
             rec.pop("file")
-        except Exception as e:  # timeout, refused: the JobManager is not answering at all
+        except (OSError, http.client.HTTPException) as e:  # timeout, refused: the JobManager is not answering
             rec["error"] = f"{type(e).__name__}: {e}"
             rec.pop("file")
             records.append(rec)
