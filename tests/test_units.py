@@ -7,19 +7,29 @@ import pytest
 
 from flinkdoctor.correlate import onset
 from flinkdoctor.layouts import detect_layout
-from flinkdoctor.match import Finding, block_offsets
-from flinkdoctor.report import redact
-from flinkdoctor.rulebook import _required_literal, load_rules
-from flinkdoctor.versions import detect, matches
+from flinkdoctor.masking import mask
+from flinkdoctor.match import Finding, block_offsets, keep_applicable
+from flinkdoctor.prefilter import build_prefilter, required_literals
+from flinkdoctor.regexes import nested_quantifier
+from flinkdoctor.rulebook import Signature, load_rules
+from flinkdoctor.versions import detect, matches, specifier
 
 
 @pytest.mark.parametrize("spec, version, expected", [
     (">=1.14", "1.10.0", False), (">=1.14", "1.20.3", True), ("<1.13", "1.10", True),
     (">=1.13,<1.17", "1.16.3", True), (">=1.13,<1.17", "1.17.0", False), (">=1.20", "2.1.1", True),
-    ("<1.9", None, True),
+    ("<1.9", None, True), ("<1.17", "1.16.3", True), ("<=1.17", "1.17.3", True), (">1.17", "1.17.3", False),
+    (">=1.17", "1.20+", True), ("<1.17", "1.20+", False), ("<1.17", "1.17-SNAPSHOT", False),
+    (">=1.17", "banana", True), ("<1.9", "", True), (None, "1.20.3", True),
 ])
 def test_version_specs(spec, version, expected):
     assert matches(spec, version) is expected
+
+
+@pytest.mark.parametrize("spec", [">=1.x", "1.17", ">=1.13;<1.17", ""])
+def test_malformed_version_specifier_is_an_error(spec):
+    with pytest.raises(ValueError):
+        specifier(spec)
 
 
 def test_version_from_config_keys():
@@ -28,18 +38,57 @@ def test_version_from_config_keys():
     assert detect([], [], [{"flink-version": "2.1.1"}]) == ("2.1.1", "rest")
 
 
-def test_required_literal():
-    assert _required_literal({"text": r"Size of the state is larger than the maximum permitted memory-backed state\. "
-                                      r"Size=\s?(?<size>\d+)"}) == "Size of the state is larger than the maximum " \
-                                                                   "permitted memory-backed state. Size="
-    assert _required_literal({"message": "State change: SUSPENDED"}) == "State change: SUSPENDED"
-    assert _required_literal({"text": "a|b"}) is None
-    assert _required_literal({"text": "(?i)timeout"}) is None
+@pytest.mark.parametrize("signature, literals", [
+    (Signature(text=r"Size of the state is larger than the maximum permitted memory-backed state\. "
+                    r"Size=\s?(?<size>\d+)"),
+     ["Size of the state is larger than the maximum permitted memory-backed state. Size="]),
+    (Signature(message="State change: SUSPENDED"), ["State change: SUSPENDED"]),
+    (Signature(message="Decline checkpoint (?<checkpoint>\\d+) by task (?<task>\\S+) of job"),
+     ["Decline checkpoint ", " by task ", " of job"]),
+    (Signature(text="OutOfMemoryErrors?: Java heap"), ["OutOfMemoryError", ": Java heap"]),  # s? is optional
+    (Signature(text="abc(?:defg)?hijk"), ["hijk"]),            # inside an optional group: not required
+    (Signature(text="[Cc]heckpoint expired"), ["heckpoint expired"]),
+    (Signature(text="timeout|expired"), []),                  # alternatives: neither is required
+    (Signature(text="(?i)timeout"), []),                      # any case: no literal holds
+    (Signature(text="\\nCaused by: x"), ["\nCaused by: x"]),    # \n is a newline, part of the literal
+    (Signature(logger="org\\.apache\\.flink"), []),             # only text, message and exception count
+    (Signature(message="x{2}yyy", literal="Checkpoint"), ["Checkpoint"]),
+])
+def test_required_literals_come_from_the_parse_tree(signature, literals):
+    assert required_literals(signature) == literals
 
 
 def test_every_shipped_signature_has_a_prefilter_literal():
-    for rule in load_rules():
-        assert all(rule.literals()), rule.id
+    rules = load_rules()
+    prefilter = build_prefilter(rules)
+    assert all(prefilter.signatures)
+    assert sum(len(r.signatures) for r in rules) == len(prefilter.signatures)
+
+
+@pytest.mark.parametrize("regex, nested", [
+    (r"(a+)+", True), (r"(\w*)*", True), (r"x(?:\s*\S+)+y", True), (r"(a*){2,5}", True), (r"((?:ab)+c)+", True),
+    (r"(?:\S+\s+)?x", False), (r"(?:a+)++", False), (r"(?>a+)+", False), (r"(?:\w++\.)+E", False),
+    (r"(?:ab){2,}", False), (r"(?<n>\d+) of (?<m>\d+)", False),
+])
+def test_nested_quantifiers_are_found_in_the_parse_tree(regex, nested):
+    assert bool(nested_quantifier(regex)) is nested
+
+
+def test_findings_of_rules_for_other_versions_are_dropped(tmp_path):
+    (tmp_path / "future-only.yaml").write_text(
+        "id: future-only\ntitle: A rule for a Flink that does not exist\ncategory: other\nrole: cause\n"
+        "versions: '>=9.9'\nmatch:\n  - text: 'Something happened'\nexplanation: Something long enough to pass.\n"
+        "references: [x]\nfix: [{text: nothing}]\ngap: none\ncases: []\n")
+    rules = {r.id: r for r in load_rules([tmp_path])}
+    assert not rules["future-only"].applies_to("1.20.3") and rules["future-only"].applies_to("9.9.1")
+    assert rules["future-only"].applies_to(None)  # an unknown version keeps every rule
+    findings = [Finding("future-only", 0, 1, None, None, None, "Something happened"),
+                Finding("jvm-heap-oom", 0, 2, None, None, None, "java.lang.OutOfMemoryError: Java heap space")]
+    counts = {"future-only": 3, "jvm-heap-oom": 1}
+    kept, kept_counts = keep_applicable(findings, counts, rules, "1.20.3")
+    assert [f.rule for f in kept] == ["jvm-heap-oom"] and kept_counts == {"jvm-heap-oom": 1}
+    assert keep_applicable(findings, counts, rules, "10.0") == (findings, counts)
+    assert keep_applicable(findings, counts, rules, "1.20+")[1] == {"jvm-heap-oom": 1}
 
 
 def test_onset_goes_back_by_the_silence():
@@ -64,13 +113,14 @@ def test_layout_detection_on_seed_lines():
 def test_secrets_are_redacted():
     line = ('sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required '
             'username="svc" password="hunter2";')
-    assert "hunter2" not in redact(line)
-    assert "hunter2" not in redact("ssl.truststore.password = hunter2")
-    assert redact("Checkpoint 5 of job 1 expired") == "Checkpoint 5 of job 1 expired"
+    assert "hunter2" not in mask(line)
+    assert "hunter2" not in mask("ssl.truststore.password = hunter2")
+    assert mask("Checkpoint 5 of job 1 expired") == "Checkpoint 5 of job 1 expired"
 
 
 def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
     import pyarrow as pa
+
     from flinkdoctor import prefilter
 
     pf = prefilter.Prefilter(
@@ -86,11 +136,13 @@ def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
     assert prefilter.scan(pf, text.slice(1)).to_pylist() == expected[1:]
     # the fallback without Hyperscan finds the same
     event, literal = prefilter._hits_pyarrow(pf, text.fill_null(""))
-    assert sorted(zip(event.tolist(), literal.tolist())) == sorted(set(zip(*map(list, prefilter._hits(pf, text)))))
+    found = sorted(set(zip(*map(list, prefilter._hits(pf, text)), strict=True)))
+    assert sorted(zip(event.tolist(), literal.tolist(), strict=True)) == found
 
 
 def test_prefilter_signature_without_literals_is_listed_for_every_event():
     import pyarrow as pa
+
     from flinkdoctor import prefilter
 
     pf = prefilter.Prefilter(literals=("boom",), header_only=(False,), signatures=((), (0,)))
@@ -99,6 +151,7 @@ def test_prefilter_signature_without_literals_is_listed_for_every_event():
 
 def test_literals_spanning_two_events_count_for_neither():
     import pyarrow as pa
+
     from flinkdoctor import prefilter
 
     pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),))

@@ -5,12 +5,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .diagnose import whole_stage_codegen
 from .events import build_events
 from .ingest import ingest
 from .match import match_events
 from .prefilter import build_prefilter
 from .rulebook import Rule
+from .spark import whole_stage_codegen
 
 
 @dataclass
@@ -39,29 +39,28 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
     planned = []
     for rule in rules:
         for index, case in enumerate(rule.cases):
-            expect = "match" in case
             path = bundle / rule.id / f"{index}.log"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(case["match" if expect else "no_match"], encoding="utf-8")
-            planned.append((rule, index, case, expect, f"{rule.id}/{index}.log"))
+            path.write_text(case.text, encoding="utf-8")
+            planned.append((rule, index, case, f"{rule.id}/{index}.log"))
     if not planned:
         return []
     manifest = ingest([bundle], work / "run")
     by_path = {s.path: s for s in manifest.sources}
-    for rule, _, case, _, rel in planned:
+    for rule, _, case, rel in planned:
         source = by_path[rel]
-        if case.get("kind") or rule.sources:
-            source.kind = case.get("kind") or rule.sources[0]
-        if case.get("layout"):
-            source.layout = case["layout"]
+        if case.kind or rule.sources:
+            source.kind = case.kind or rule.sources[0]
+        if case.layout:
+            source.layout = case.layout
     events = build_events(spark, manifest, work / "run", build_prefilter(rules))
     with whole_stage_codegen(spark, False):
         found = (match_events(spark.read.parquet(events.path), rules, manifest, detail=False)
                  .select("sid", "rule").distinct().collect())
     fired = {(row.sid, row.rule) for row in found}
     results = []
-    for rule, index, case, expect, rel in planned:
+    for rule, index, case, rel in planned:
         sid = by_path[rel].id
-        results.append(CaseResult(rule.id, index, expect, (sid, rule.id) in fired, case["source"],
-                                  case["match" if expect else "no_match"]))
+        results.append(CaseResult(rule.id, index, case.expect_match, (sid, rule.id) in fired, case.source,
+                                  case.text))
     return results

@@ -35,7 +35,8 @@ def onset(finding: Finding, rule: Rule) -> datetime | None:
             amount = float(finding.captures[rule.onset])
         except ValueError:
             return finding.time
-        unit = rule.captures.get(rule.onset, {}).get("unit", "ms")
+        capture = rule.captures.get(rule.onset)
+        unit = capture.unit if capture and capture.unit else "ms"
         return finding.time - timedelta(milliseconds=amount * (1000 if unit == "s" else 1))
     return finding.time
 
@@ -58,8 +59,8 @@ def _in_window(relation: Relation, cause: Finding, cause_rule: Rule, effect: Fin
     start = onset(cause, cause_rule)
     if start is None or effect.time is None:
         return True  # a line without a time (pasted text, dmesg) cannot be placed, so it cannot be ruled out
-    return start - timedelta(milliseconds=relation.before_ms) <= effect.time <= \
-        cause.time + timedelta(milliseconds=relation.after_ms)
+    end = (cause.time or start) + timedelta(milliseconds=relation.after_ms)
+    return start - timedelta(milliseconds=relation.before_ms) <= effect.time <= end
 
 
 def _edge(cause_rule: Rule, causes: list[Finding], effect_rule: Rule, effects: list[Finding]):
@@ -74,23 +75,27 @@ def _edge(cause_rule: Rule, causes: list[Finding], effect_rule: Rule, effects: l
     return None
 
 
-def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, Rule]) -> list[RootCause]:
-    by_rule: dict[str, list[Finding]] = defaultdict(list)
-    for finding in findings:
-        by_rule[finding.rule].append(finding)
-    present = [rules[r] for r in by_rule if rules[r].role != "context"]
-
-    edges: dict[str, dict[str, Finding]] = defaultdict(dict)  # cause rule -> effect rule -> effect instance
+def _edges(present: list[Rule], by_rule: dict[str, list[Finding]]) -> dict[str, dict[str, Finding]]:
+    """cause rule -> effect rule -> the effect instance that links them, over every pair of rules present."""
+    edges: dict[str, dict[str, Finding]] = defaultdict(dict)
     for cause_rule in present:
         for effect_rule in present:
             if cause_rule.id != effect_rule.id:
                 pair = _edge(cause_rule, by_rule[cause_rule.id], effect_rule, by_rule[effect_rule.id])
                 if pair:
                     edges[cause_rule.id][effect_rule.id] = pair[1]
+    return edges
+
+
+def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, Rule]) -> list[RootCause]:
+    by_rule: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        by_rule[finding.rule].append(finding)
+    present = [rules[r] for r in by_rule if rules[r].role != "context"]
+    edges = _edges(present, by_rule)
 
     def first_onset(rule: Rule) -> datetime:
-        times = [onset(f, rule) for f in by_rule[rule.id]]
-        times = [t for t in times if t is not None]
+        times = [t for t in (onset(f, rule) for f in by_rule[rule.id]) if t is not None]
         return min(times) if times else datetime.max
 
     def explained(rule: Rule) -> bool:

@@ -1,18 +1,26 @@
 """Line layouts: how to read a source's lines, kept apart from what to look for in them.
 
-A layout is data (layouts/layouts.yaml): a Java regex for an event's first line, and how to read its time.
-Detection runs on a sample of each source on the driver, with the same regex translated to Python.
+A layout is data (layouts/layouts.yaml, schema schemas/layouts.schema.json): a Java regex for an event's first
+line, and how to read its time. The file is checked at load, with file:line for every problem (unknown keys,
+a bad or backtracking regex, duplicate ids). Detection runs on a sample of each source on the driver, with the
+same regex translated to Python.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
+from pathlib import Path
 
-import yaml
+from .errors import RuleError
+from .regexes import nested_quantifier, python_regex
+from .validation import line_of, read_yaml, schema, schema_problems
 
 FIELDS = ("ts", "level", "logger", "thread", "msg", "host", "uptime")
+
+__all__ = ["FIELDS", "Layout", "detect_layout", "layout_by_id", "layout_ids", "load_layouts",
+           "python_regex"]
 
 
 @dataclass(frozen=True)
@@ -35,24 +43,55 @@ class Layout:
         return self.python_regex.groupindex.get(name, 0)
 
 
-@lru_cache(maxsize=None)
-def python_regex(java: str) -> re.Pattern:
-    return re.compile(re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", java))
+def layouts_file() -> Path:
+    return Path(str(resources.files("flinkdoctor").joinpath("layouts/layouts.yaml")))
 
 
-@lru_cache(maxsize=None)
-def load_layouts() -> tuple[Layout, ...]:
-    text = resources.files("flinkdoctor").joinpath("layouts/layouts.yaml").read_text("utf-8")
-    layouts = []
-    for raw in yaml.safe_load(text):
-        layout = Layout(
-            id=raw["id"], header=raw["header"], time_format=raw.get("time_format"),
-            timed=raw.get("timed", True), year_from_bundle=raw.get("year_from_bundle", False),
-            fixed_logger=raw.get("fixed_logger"), utc=raw.get("utc", False), detect=raw.get("detect", True),
-        )
-        layout.python_regex  # fail at load on a bad pattern
-        layouts.append(layout)
+@cache
+def load_layouts(path: Path | None = None) -> tuple[Layout, ...]:
+    """Every layout of layouts.yaml (or of `path`), checked; raise RuleError listing all problems."""
+    import jsonschema
+
+    path = path or layouts_file()
+    problems: list[str] = []
+    data, node = read_yaml(path, path.read_text("utf-8"), problems)
+    if not problems:
+        layout_schema = schema("layouts")
+        problems += schema_problems(jsonschema.Draft202012Validator(layout_schema), data, node, path)
+    if problems:
+        raise RuleError("\n".join(problems))
+    defaults = {key: spec["default"] for key, spec in layout_schema["items"]["properties"].items() if "default" in spec}
+    layouts, seen = [], set()
+    for i, raw in enumerate(data):
+        where = f"{path}:{line_of(node, [i, 'header'])}: layout {raw['id']}"
+        if raw["id"] in seen:
+            problems.append(f"{path}:{line_of(node, [i, 'id'])}: layout id {raw['id']!r} is defined twice")
+        seen.add(raw["id"])
+        try:
+            regex = python_regex(raw["header"])
+        except re.error as err:
+            problems.append(f"{where}: bad regex {raw['header']!r}: {err}")
+            continue
+        danger = nested_quantifier(raw["header"])
+        if danger:
+            problems.append(f"{where}: {raw['header']!r} can backtrack catastrophically: {danger}")
+        unknown = set(regex.groupindex) - set(FIELDS)
+        if unknown:
+            problems.append(f"{where}: unknown named groups {sorted(unknown)} (known: {', '.join(FIELDS)})")
+        values = {**defaults, **raw}
+        if values["timed"] and not ("time_format" in raw and "ts" in regex.groupindex):
+            problems.append(f"{where}: a timed layout needs a ts group and a time_format (or timed: false)")
+        layouts.append(Layout(
+            id=raw["id"], header=raw["header"], time_format=raw.get("time_format"), timed=values["timed"],
+            year_from_bundle=values["year_from_bundle"], fixed_logger=raw.get("fixed_logger"), utc=values["utc"],
+            detect=values["detect"]))
+    if problems:
+        raise RuleError("\n".join(problems))
     return tuple(layouts)
+
+
+def layout_ids() -> tuple[str, ...]:
+    return tuple(layout.id for layout in load_layouts())
 
 
 def layout_by_id(layout_id: str) -> Layout:

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .ingest import Manifest
-from .layouts import python_regex
 from .prefilter import signature_numbers
-from .rulebook import Rule
+from .regexes import python_regex
+from .rulebook import Rule, Signature
 
 # Entities a finding carries (rules capture their own values on top of these); taken from matched events only.
 ENTITIES = {
@@ -49,26 +49,26 @@ def sql_str(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
-def _signature_sql(sig: dict, number: int) -> str:
+def _signature_sql(sig: Signature, number: int) -> str:
     # the prefilter's verdict first: an event without the signature's literals runs none of its regexes
     parts = [f"array_contains(sigs, {number})"]
-    for key in ("text", "message", "logger", "thread"):
-        if key in sig:
-            parts.append(f"{key} RLIKE {sql_str(sig[key])}")
-    if "exception" in sig:
-        parts.append(f"exists(exceptions, e -> e RLIKE {sql_str(sig['exception'])})")
-    if "level" in sig:
-        parts.append("level IN (" + ", ".join(sql_str(level) for level in sig["level"]) + ")")
+    for key, regex in sig.regexes():
+        if key != "exception":
+            parts.append(f"{key} RLIKE {sql_str(regex)}")
+    if sig.exception is not None:  # last: searching the chain costs the most
+        parts.append(f"exists(exceptions, e -> e RLIKE {sql_str(sig.exception)})")
+    if sig.level:
+        parts.append("level IN (" + ", ".join(sql_str(level) for level in sig.level) + ")")
     return " AND ".join(parts)
 
 
-def _capture_sql(rule: Rule, sig: dict) -> dict[str, str]:
+def _capture_sql(rule: Rule, sig: Signature) -> dict[str, str]:
     captures = {}
     for name in rule.captures:
-        for key in ("text", "message", "logger", "thread"):
-            index = python_regex(sig[key]).groupindex.get(name) if key in sig else None
+        for key, regex in sig.regexes():
+            index = python_regex(regex).groupindex.get(name) if key != "exception" else None
             if index:
-                captures[name] = f"regexp_extract({key}, {sql_str(sig[key])}, {index})"
+                captures[name] = f"regexp_extract({key}, {sql_str(regex)}, {index})"
                 break
     return captures
 
@@ -77,18 +77,18 @@ def _where_sql(rule: Rule, captures: dict[str, str]) -> str:
     parts = []
     for name, bounds in rule.where.items():
         value = f"try_cast(regexp_replace({captures.get(name, 'NULL')}, '[,_]', '') AS DOUBLE)"
-        if "gte" in bounds:
-            parts.append(f"{value} >= {float(bounds['gte'])}")
-        if "lte" in bounds:
-            parts.append(f"{value} <= {float(bounds['lte'])}")
+        if bounds.gte is not None:
+            parts.append(f"{value} >= {float(bounds.gte)}")
+        if bounds.lte is not None:
+            parts.append(f"{value} <= {float(bounds.lte)}")
     return " AND ".join(parts)
 
 
-def _line_index_sql(sig: dict) -> str:
+def _line_index_sql(sig: Signature) -> str:
     """Which line of the event matched: the first line holding the text signature, else the header (0)."""
-    if "text" not in sig:
+    if sig.text is None:
         return "0"
-    position = f"regexp_instr(text, {sql_str(sig['text'])})"
+    position = f"regexp_instr(text, {sql_str(sig.text)})"
     return f"greatest(size(split(substring(text, 1, greatest({position} - 1, 0)), '\\n')) - 1, 0)"
 
 
@@ -98,10 +98,10 @@ def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
     Built as text and parsed once by Spark: building it through Column calls costs a py4j round trip each.
     """
     per_rule = []
-    for rule, numbers in zip(rules, signature_numbers(rules)):
+    for rule, numbers in zip(rules, signature_numbers(rules), strict=True):
         sids = sorted({sid for kind in rule.sources for sid in kinds.get(kind, [])})
         options = []
-        for sig, number in zip(rule.signatures, numbers):
+        for sig, number in zip(rule.signatures, numbers, strict=True):
             cond = _signature_sql(sig, number)
             captures = _capture_sql(rule, sig)
             if rule.where:
@@ -125,8 +125,9 @@ def match_events(events, rules: list[Rule], manifest: Manifest, detail: bool = T
     for source in manifest.text_sources:
         kinds.setdefault(source.kind, []).append(source.id)
     # the exception chain only for events that could match an exception signature: a regex over stack traces
-    numbers = [n for rule, ns in zip(rules, signature_numbers(rules)) for sig, n in zip(rule.signatures, ns)
-               if "exception" in sig]
+    numbers = [n for rule, ns in zip(rules, signature_numbers(rules), strict=True)
+               for sig, n in zip(rule.signatures, ns, strict=True)
+               if sig.exception is not None]
     exceptions = (f"CASE WHEN arrays_overlap(sigs, array({', '.join(map(str, numbers))})) "
                   f"THEN regexp_extract_all(text, {sql_str(EXCEPTION_LINE)}, 1) END") if numbers else "NULL"
     found = (events.withColumn("exceptions", F.expr(exceptions).cast("array<string>"))
@@ -193,6 +194,18 @@ def collect_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest
             checkpoint_id=row.checkpoint_id, hdfs_path=row.hdfs_path, container_id=row.container_id))
     findings.sort(key=lambda f: (f.time is None, f.time or datetime.min, f.sid, f.line))
     return findings, counts
+
+
+def keep_applicable(findings: list[Finding], counts: dict[str, int], rules: dict[str, Rule],
+                    version: str | None) -> tuple[list[Finding], dict[str, int]]:
+    """The findings and counts of the rules that hold for the Flink version (a rule's `versions`): a message
+    that means one thing in 1.x may mean another, or nothing, in 2.x. An unknown version keeps every rule."""
+    dropped = {rule_id for rule_id in {f.rule for f in findings} | set(counts)
+               if rule_id in rules and not rules[rule_id].applies_to(version)}
+    if not dropped:
+        return findings, counts
+    return ([f for f in findings if f.rule not in dropped],
+            {rule_id: n for rule_id, n in counts.items() if rule_id not in dropped})
 
 
 def block_offsets(blocks: dict) -> dict[tuple[int, int], int]:

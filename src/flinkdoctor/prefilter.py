@@ -1,17 +1,20 @@
 """Which signatures an event could match, from the literals each signature's regexes require.
 
-Every signature's regex implies plain substrings that any match must contain (rulebook.Rule.all_literals). One
-scan per Arrow batch finds all of them at once (Hyperscan, several GB/s; pyarrow's substring search where
-Hyperscan has no wheel), and each event gets the numbers of the signatures whose literals it holds. Matching
-then evaluates a signature's regexes only on those events: without this, testing a few hundred literals on every
-candidate stack trace in the JVM cost more than everything else together.
+Every signature's regex implies plain substrings that any match must contain (required_literals, read from the
+regex's parse tree). One scan per Arrow batch finds all of them at once (Hyperscan, several GB/s; pyarrow's
+substring search where Hyperscan has no wheel), and each event gets the numbers of the signatures whose literals
+it holds. Matching then evaluates a signature's regexes only on those events: without this, testing a few hundred
+literals on every candidate stack trace in the JVM cost more than everything else together.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .rulebook import Rule
+from .regexes import parse, sre
+from .rulebook import Rule, Signature
+
+MIN_LITERAL = 4  # shorter runs (": ", "at ") are in almost every event and would only cost time
 
 
 @dataclass(frozen=True)
@@ -28,12 +31,39 @@ def build_prefilter(rules: list[Rule]) -> Prefilter:
     ids: dict[tuple[str, bool], int] = {}
     signatures = []
     for rule in rules:
-        for sig, literals in zip(rule.signatures, rule.all_literals()):
-            header_only = not ("text" in sig or "exception" in sig)
+        for sig in rule.signatures:
+            literals = required_literals(sig)
+            header_only = sig.text is None and sig.exception is None
             kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
             signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
-    keys = sorted(ids, key=ids.get)
+    keys = sorted(ids, key=lambda key: ids[key])
     return Prefilter(tuple(k[0] for k in keys), tuple(k[1] for k in keys), tuple(signatures))
+
+
+def required_literals(sig: Signature) -> list[str]:
+    """Every literal a match of the signature must contain: its own `literal`, and each run of at least
+    MIN_LITERAL plain characters at the top level of its text, message and exception regexes.
+
+    Read from the parse tree Python's `re` builds: a run is a sequence of literal characters that is not inside
+    a group, an alternative, a class or a quantifier, so every match holds it. A case-insensitive regex gives
+    none (its literal could appear in any case). When unsure, fewer literals: the prefilter only skips events.
+    """
+    found = [sig.literal] if sig.literal else []
+    for pattern in (sig.text, sig.message, sig.exception):
+        if pattern is None:
+            continue
+        tree = parse(pattern)
+        if tree.state.flags & sre.SRE_FLAG_IGNORECASE:
+            continue
+        run: list[str] = []
+        for op, av in [*tree, (None, None)]:  # a sentinel ends the last run
+            if op is sre.LITERAL:
+                run.append(chr(av))
+                continue
+            if len(run) >= MIN_LITERAL and "".join(run) not in found:
+                found.append("".join(run))
+            run = []
+    return found
 
 
 def signature_numbers(rules: list[Rule]) -> list[list[int]]:
@@ -104,7 +134,7 @@ def _hits_pyarrow(prefilter: Prefilter, text):
 
     first_line = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
     events, literals = [], []
-    for i, (literal, header_only) in enumerate(zip(prefilter.literals, prefilter.header_only)):
+    for i, (literal, header_only) in enumerate(zip(prefilter.literals, prefilter.header_only, strict=True)):
         hit = np.flatnonzero(pc.match_substring(first_line if header_only else text, literal)
                              .to_numpy(zero_copy_only=False))
         events.append(hit)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 
 def spark_session(master: str | None = None, app_name: str = "flinkdoctor"):
@@ -30,6 +31,19 @@ def spark_session(master: str | None = None, app_name: str = "flinkdoctor"):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def whole_stage_codegen(spark, enabled: bool):
+    """Whole-stage code generation off for a query whose expression outgrows Java's 64 KB method limit: the
+    regexes dominate the cost, and Spark would otherwise compile, fail, log a stack trace and fall back."""
+    key = "spark.sql.codegen.wholeStage"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def _python() -> str:

@@ -1,8 +1,17 @@
-"""Which Flink version the bundle shows, and which fixes apply to it."""
+"""Which Flink version the bundle shows, and which rules and fixes apply to it.
+
+Specifiers such as '>=1.13,<1.17' are PEP 440 specifier sets (packaging), checked when the rule loads. A Flink
+version is read leniently: its leading release numbers count ('1.20+' from config keys is 1.20, '1.20-SNAPSHOT'
+is 1.20), and a version that shows none is unknown. An unknown version satisfies every specifier, so the report
+shows every fix rather than none.
+"""
 from __future__ import annotations
 
 import re
 from collections import Counter
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 # Configuration keys that only exist from a version on: their presence in the user's config dates it.
 KEYS_SINCE = (
@@ -11,27 +20,39 @@ KEYS_SINCE = (
     ("high-availability.zookeeper.client.tolerate-suspended-connections", "1.14"),
     ("state.checkpoint-storage", "1.13"), ("taskmanager.memory.process.size", "1.10"),
 )
+RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)")
 
 
-def parse(version: str | None) -> tuple[int, ...] | None:
-    if not version:
-        return None
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
-    return tuple(int(p) for p in m.groups() if p is not None) if m else None
+def parse(version: str | None) -> Version | None:
+    """The release part of a Flink version string, or None when it shows none ('banana', '', None)."""
+    m = RELEASE.match(str(version)) if version else None
+    return Version(m.group(1)) if m else None
+
+
+def specifier(spec: str) -> SpecifierSet:
+    """A specifier set such as '>=1.13,<1.17'; raises ValueError (with the reason) when it is malformed."""
+    try:
+        parsed = SpecifierSet(spec)
+    except InvalidSpecifier as err:
+        raise ValueError(f"invalid version specifier {spec!r}: {err}") from None
+    if not len(parsed):
+        raise ValueError(f"empty version specifier {spec!r}")
+    return parsed
 
 
 def matches(spec: str | None, version: str | None) -> bool:
-    """Does `version` satisfy a spec such as '>=1.13,<1.17'? An unknown version satisfies every spec."""
-    if not spec or not version:
-        return True
+    """Does `version` satisfy a spec such as '>=1.13,<1.17'? An unknown version satisfies every spec.
+
+    A bound covers the releases below its own precision, as a Flink user means it: '<=1.17' and '>1.17' read
+    1.17.3 as 1.17 (plain PEP 440 would put 1.17.3 above 1.17).
+    """
     have = parse(version)
-    for part in spec.split(","):
-        m = re.match(r"(<=|>=|<|>)(.+)", part.strip())
-        op, bound = m.group(1), parse(m.group(2))
-        width = len(bound)
-        value = have[:width] + (0,) * (width - len(have[:width]))
-        ok = {"<": value < bound, "<=": value <= bound, ">": value > bound, ">=": value >= bound}[op]
-        if not ok:
+    if not spec or have is None:
+        return True
+    for bound in specifier(spec):
+        width = len(Version(bound.version.rstrip(".*")).release) if bound.operator in ("<=", ">") else 0
+        value = Version(".".join(map(str, have.release[:width]))) if width else have
+        if not bound.contains(value, prereleases=True):
             return False
     return True
 
@@ -44,10 +65,10 @@ def detect(version_captures: list[str], configs: list[dict], rest_documents: lis
         found = _find_key(document, "flink-version")
         if found:
             return str(found), "rest"
-    best = None
+    best: str | None = None
     for config in configs:
         for key, since in KEYS_SINCE:
-            if key in config and (best is None or parse(since) > parse(best)):
+            if key in config and (best is None or Version(since) > Version(best)):
                 best = since
     if best:
         return f"{best}+", "config"

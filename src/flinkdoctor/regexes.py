@@ -1,0 +1,87 @@
+"""The Java regexes of rules and layouts, read on the driver with Python's own regex parser.
+
+Spark evaluates them in the JVM; the driver translates them to Python once (named groups) to check them at load,
+number their groups for regexp_extract, and walk their parse tree: the prefilter's required literals and the
+backtracking check below come from the tree the `re` module builds, not from a second hand-written scanner.
+"""
+from __future__ import annotations
+
+import re
+from functools import cache
+
+try:  # Python 3.11+: the parser is private under re; 3.10 has the (now deprecated) top-level modules
+    from re import _constants as sre
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+POSSESSIVE = getattr(sre, "POSSESSIVE_REPEAT", object())  # Python 3.11+
+ATOMIC = getattr(sre, "ATOMIC_GROUP", object())
+BACKTRACKING = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+UNBOUNDED = sre.MAXREPEAT
+
+
+@cache
+def python_regex(java: str) -> re.Pattern:
+    """The Java regex as a compiled Python one (`(?<name>` becomes `(?P<name>`); raises re.error if invalid."""
+    return re.compile(_python_syntax(java))
+
+
+def parse(java: str):
+    """Python's parse tree (a SubPattern) of a Java regex that python_regex accepts."""
+    return sre_parse.parse(_python_syntax(java))
+
+
+def _python_syntax(java: str) -> str:
+    return re.sub(r"\(\?<(?=[A-Za-z])", "(?P<", java)
+
+
+def nested_quantifier(java: str) -> str | None:
+    """What makes `java` backtrack catastrophically, e.g. `(a+)+` or `(\\w*)*`, else None.
+
+    The JVM's regex engine backtracks: on a line that almost matches, a repeated part whose body itself repeats
+    without bound is tried with every split of the text between the two quantifiers, exponential in the line
+    length, and one line stalls a whole Spark task. An outer `?` (at most once) is fine, and so is an inner
+    possessive quantifier or atomic group, which never gives text back.
+    """
+    return _nested(parse(java))
+
+
+def _nested(tree) -> str | None:
+    for op, av in tree:
+        if op in BACKTRACKING and av[1] > 1 and _has_unbounded(av[2]):
+            low, high = av[0], av[1]
+            outer = {(0, UNBOUNDED): "*", (1, UNBOUNDED): "+"}.get(
+                (low, high), f"{{{low},{'' if high == UNBOUNDED else high}}}")
+            return f"a part repeated {outer} holds a quantifier without bound (nested quantifiers, as in (a+)+)"
+        found = next(filter(None, (_nested(sub) for sub in _children(op, av))), None)
+        if found:
+            return found
+    return None
+
+
+def _has_unbounded(tree) -> bool:
+    for op, av in tree:
+        if op in BACKTRACKING and av[1] == UNBOUNDED:
+            return True
+        if op is not ATOMIC and any(_has_unbounded(sub) for sub in _children(op, av)):
+            return True
+    return False
+
+
+def _children(op, av) -> list:
+    """The sub-trees under one node (repeats, groups, alternatives, lookarounds, conditionals, atomic groups)."""
+    if op in BACKTRACKING or op is POSSESSIVE:
+        return [av[2]]
+    if op is sre.SUBPATTERN:
+        return [av[-1]]
+    if op is sre.BRANCH:
+        return list(av[1])
+    if op in (sre.ASSERT, sre.ASSERT_NOT):
+        return [av[1]]
+    if op is ATOMIC:
+        return [av]
+    if op is sre.GROUPREF_EXISTS:
+        return [branch for branch in av[1:] if branch is not None]
+    return []

@@ -1,0 +1,66 @@
+"""The YAML edge: read a data file of the package (rules, relation sets, layouts), check it against its JSON schema,
+and say what is wrong as `file:line: where: reason`, every problem at once.
+
+Past this edge the data is turned into frozen typed objects (rulebook.Rule, layouts.Layout) and trusted.
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+
+
+@cache
+def schema(name: str) -> dict:
+    """A schema of the package (schemas/<name>.schema.json), as written."""
+    return json.loads(resources.files("flinkdoctor").joinpath(f"schemas/{name}.schema.json").read_text("utf-8"))
+
+
+def read_yaml(path: Path | str, text: str, problems: list[str]):
+    """(data, node) of a YAML document, the node giving line numbers; (None, None) and a problem when invalid."""
+    loader = LOADER(text)
+    try:
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node else None), node
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problems.append(f"{path}:{mark.line + 1 if mark else 1}: invalid YAML: {getattr(err, 'problem', err)}")
+        return None, None
+    finally:
+        loader.dispose()
+
+
+def schema_problems(validator, data, node, path: Path | str) -> list[str]:
+    """Every schema violation of `data` as `file:line: where: reason`. For an item that fits none of several
+    shapes (oneOf), the reason of the shape it came closest to, at that shape's own location."""
+    import jsonschema
+
+    found = []
+    for error in validator.iter_errors(data):
+        if error.validator in ("oneOf", "anyOf") and error.context:
+            error = jsonschema.exceptions.best_match(error.context)
+        where = list(error.absolute_path)
+        found.append((line_of(node, where), f"{'/'.join(map(str, where)) or '(top)'}: {error.message}"))
+    return [f"{path}:{line}: {message}" for line, message in sorted(found)]
+
+
+def line_of(node, path: list) -> int:
+    """1-based line of the YAML node at `path` (the nearest existing parent when the key is missing)."""
+    line = node.start_mark.line + 1 if node else 1
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            match = [v for k, v in node.value if k.value == key]
+            if not match:
+                break
+            node = match[0]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
