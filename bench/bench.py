@@ -7,6 +7,7 @@ event templates are replayed with fresh times and ids, about 3 % of them multi-l
 100 MB files (Flink's default rolling size) of JobManager and TaskManager logs.
 Peak memory is sampled from /proc for the driver (python) and the JVM separately.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,10 @@ FILE_BYTES = 100 * 1024 * 1024
 
 # Start-up output (configuration dump, class path, environment) is printed once per process; a long-running
 # job's log is its steady state, so these are left out of the replayed templates.
-STARTUP = re.compile(r"GlobalConfiguration|EnvironmentInformation|ClusterEntrypoint|TaskManagerRunner|"
-                     r"BootstrapTools|Loading configuration property|Classpath:|Program Arguments:|JVM Options:")
+STARTUP = re.compile(
+    r"GlobalConfiguration|EnvironmentInformation|ClusterEntrypoint|TaskManagerRunner|"
+    r"BootstrapTools|Loading configuration property|Classpath:|Program Arguments:|JVM Options:"
+)
 
 
 def templates() -> tuple[list[list[str]], list[list[str]]]:
@@ -71,7 +74,7 @@ def build(out: Path, size: int, seed: int = 7) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         budget = min(FILE_BYTES, size - written)
         chunks, used = [], 0
-        job = "%032x" % rng.getrandbits(128)
+        job = f"{rng.getrandbits(128):032x}"
         while used < budget:
             event = rng.choice(multi) if multi and rng.random() < 0.03 else rng.choice(single)
             clock += timedelta(milliseconds=rng.randint(1, 40))
@@ -149,47 +152,75 @@ def main() -> None:
     args = parser.parse_args()
     size = int(float(args.size[:-1]) * {"M": 2**20, "G": 2**30}[args.size[-1].upper()])
     bundle = Path(args.out) / f"bundle-{args.size}"
-    if args.keep and bundle.exists():
-        files = sorted(bundle.rglob("*.log"))
-    else:
-        files = build(bundle, size)
+    files = sorted(bundle.rglob("*.log")) if args.keep and bundle.exists() else build(bundle, size)
     total = sum(f.stat().st_size for f in files)
-    lines = int(subprocess.run(["bash", "-c", f"cat {' '.join(map(str, files))} | wc -l"],
-                               capture_output=True, text=True).stdout)
+    lines = int(
+        subprocess.run(
+            ["bash", "-c", f"cat {' '.join(map(str, files))} | wc -l"], capture_output=True, text=True
+        ).stdout
+    )
     py = str(ROOT / ".venv" / "bin" / "python")
-    env = {"SPARK_LOCAL_IP": "127.0.0.1", "PATH": "/usr/bin:/bin",
-           **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF") if k in os.environ}}
+    env = {
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": "/usr/bin:/bin",
+        **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF") if k in os.environ},
+    }
     results = {"bytes": total, "lines": lines, "files": len(files)}
 
     seconds, _, grep = timed(["grep", "-c", "Exception", *map(str, files)])
     results["grep_literal_s"] = seconds
-    seconds, _, _ = timed(["grep", "-c", "-E", "Exception|expired before|lost the leadership|soft lockup|"
-                                              "Heartbeat of", *map(str, files)])
+    seconds, _, _ = timed(
+        ["grep", "-c", "-E", "Exception|expired before|lost the leadership|soft lockup|Heartbeat of", *map(str, files)]
+    )
     results["grep_5_alternatives_s"] = seconds
     seconds, _, floor = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=env)
     session_s, scan_s, _ = floor.stdout.split()
-    results.update(spark_floor_total_s=seconds, spark_floor_session_s=float(session_s),
-                   spark_floor_scan_s=float(scan_s))
-    seconds, rss, run = timed([py, "-m", "flinkdoctor", "diagnose", str(bundle), "--format", "json",
-                               "--work-dir", str(Path(args.out) / "work")], env=env)
+    results.update(
+        spark_floor_total_s=seconds, spark_floor_session_s=float(session_s), spark_floor_scan_s=float(scan_s)
+    )
+    seconds, rss, run = timed(
+        [
+            py,
+            "-m",
+            "flinkdoctor",
+            "diagnose",
+            str(bundle),
+            "--format",
+            "json",
+            "--work-dir",
+            str(Path(args.out) / "work"),
+        ],
+        env=env,
+    )
     if run.returncode != 0:
         sys.exit(f"diagnose failed:\n{run.stderr[-3000:]}")
     report = json.loads(run.stdout)
-    results.update(diagnose_s=seconds, driver_peak_rss=rss.python, jvm_peak_rss=rss.java,
-                   timings=report.get("timings"), counted_lines=report["input"]["lines"],
-                   root_causes=[r["rule"] for r in report["root_causes"]])
+    results.update(
+        diagnose_s=seconds,
+        driver_peak_rss=rss.python,
+        jvm_peak_rss=rss.java,
+        timings=report.get("timings"),
+        counted_lines=report["input"]["lines"],
+        root_causes=[r["rule"] for r in report["root_causes"]],
+    )
     mb = total / 2**20
     scan_floor = float(scan_s)
     print(json.dumps(results, indent=2))
     print(f"\n{mb:,.0f} MB, {lines:,} lines in {len(files)} files")
     print(f"diagnose end to end   {seconds:7.1f} s  {mb / seconds:7.1f} MB/s  {lines / seconds:11,.0f} lines/s")
-    print(f"spark floor (scan)    {scan_floor:7.1f} s  {mb / scan_floor:7.1f} MB/s  {lines / scan_floor:11,.0f} lines/s"
-          f"   (+{float(session_s):.1f} s session)")
+    print(
+        f"spark floor (scan)    {scan_floor:7.1f} s  {mb / scan_floor:7.1f} MB/s  {lines / scan_floor:11,.0f} lines/s"
+        f"   (+{float(session_s):.1f} s session)"
+    )
     print(f"grep -c literal       {results['grep_literal_s']:7.1f} s  {mb / results['grep_literal_s']:7.1f} MB/s")
-    print(f"grep -c -E 5 alts     {results['grep_5_alternatives_s']:7.1f} s  "
-          f"{mb / results['grep_5_alternatives_s']:7.1f} MB/s")
-    print(f"peak RSS driver {rss.python / 2**30:.2f} GiB, JVM {rss.java / 2**30:.2f} GiB; "
-          f"counted lines {report['input']['lines']:,} (wc -l {lines:,})")
+    print(
+        f"grep -c -E 5 alts     {results['grep_5_alternatives_s']:7.1f} s  "
+        f"{mb / results['grep_5_alternatives_s']:7.1f} MB/s"
+    )
+    print(
+        f"peak RSS driver {rss.python / 2**30:.2f} GiB, JVM {rss.java / 2**30:.2f} GiB; "
+        f"counted lines {report['input']['lines']:,} (wc -l {lines:,})"
+    )
 
 
 if __name__ == "__main__":

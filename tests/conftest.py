@@ -1,4 +1,5 @@
 """One SparkSession for the whole test run (local[2], UI off, few shuffle partitions, UTC)."""
+
 from __future__ import annotations
 
 import os
@@ -7,14 +8,13 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent / "data"
-# the shared knowledge (seeds, kb, loghub) sits beside the repository, in CI as on a developer's machine
-SHARED = Path(os.environ.get("FLINKDOCTOR_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from flinkdoctor.spark import spark_session
+
     session = spark_session("local[2]")
     session.conf.set("spark.sql.shuffle.partitions", "4")
     yield session
@@ -24,21 +24,24 @@ def spark():
 @pytest.fixture(scope="session")
 def rules():
     from flinkdoctor.rulebook import load_rules
+
     return load_rules()
 
 
 @pytest.fixture(scope="session")
 def diagnose_bundle(spark, rules, tmp_path_factory):
-    """diagnose() on the shared session, memoised per bundle."""
-    from flinkdoctor.diagnose import diagnose
+    """diagnose() on the shared session, memoised per bundle; the report as its JSON contract (a dict)."""
+    from flinkdoctor.pipeline import diagnose
+
     cache = {}
 
     def run(*paths, **options):
         key = (tuple(str(p) for p in paths), tuple(sorted(options.items())))
         if key not in cache:
             work = tmp_path_factory.mktemp("work")
-            cache[key] = diagnose(list(paths), spark=spark, work_dir=work, rules=rules, **options)
+            cache[key] = diagnose(list(paths), spark=spark, work_dir=work, rules=rules, **options).to_dict()
         return cache[key]
+
     return run
 
 

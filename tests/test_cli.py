@@ -1,4 +1,5 @@
 """The command line as a user runs it: JSON contract on stdout only, exit codes, rule commands."""
+
 from __future__ import annotations
 
 import json
@@ -89,9 +90,11 @@ cases:
       [INFO ] 2019-04-23 17:39:19,857(437903769) --> [main-EventThread] org.apache.flink.shaded.curator.org.apache.curator.framework.state.ConnectionStateManager.postState(ConnectionStateManager.java:228): State change: SUSPENDED  
 """)
     from flinkdoctor.rulebook import load_rules
+
     rules = load_rules([tmp_path])
-    from flinkdoctor.diagnose import diagnose
-    report = diagnose([DATA / "seeds" / "003"], spark=spark, rules=rules, work_dir=tmp_path / "work")
+    from flinkdoctor.pipeline import diagnose
+
+    report = diagnose([DATA / "seeds" / "003"], spark=spark, rules=rules, work_dir=tmp_path / "work").to_dict()
     assert any(f["rule"] == "zk-recovering-checkpoints" for f in report["findings"])
     assert report["root_causes"][0]["rule"] == "kernel-soft-lockup"
     result = run("rules", "test", str(tmp_path))

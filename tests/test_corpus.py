@@ -1,4 +1,5 @@
 """Checks over the whole knowledge base: the rules are data, so the data is what gets tested."""
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,15 @@ def test_schema_vocabularies_have_one_home():
     """The schema file names no closed list itself; the loaded schema carries the package's lists."""
     written = json.loads((builtin_rules_dir().parent / "schemas" / "rule.schema.json").read_text())
     loaded = rule_schema()["$defs"]
-    expected = {"category": list(vocabulary.CATEGORIES), "role": list(vocabulary.ROLES),
-                "sourceKind": list(vocabulary.SOURCE_KINDS), "level": list(vocabulary.LEVELS),
-                "scope": list(vocabulary.SCOPES), "unit": list(vocabulary.UNITS), "layout": list(layout_ids())}
+    expected = {
+        "category": list(vocabulary.CATEGORIES),
+        "role": list(vocabulary.ROLES),
+        "sourceKind": list(vocabulary.SOURCE_KINDS),
+        "level": list(vocabulary.LEVELS),
+        "scope": list(vocabulary.SCOPES),
+        "unit": list(vocabulary.UNITS),
+        "layout": list(layout_ids()),
+    }
     for name, values in expected.items():
         assert "enum" not in written["$defs"][name], name
         assert loaded[name]["enum"] == values, name
@@ -101,13 +108,16 @@ def test_no_rule_matches_an_empty_message(rules):
 
 def test_no_shipped_regex_can_backtrack_catastrophically(rules):
     from flinkdoctor.layouts import load_layouts
-    assert not [(r.id, regex) for r in rules for sig in r.signatures for _, regex in sig.regexes()
-                if nested_quantifier(regex)]
+
+    assert not [
+        (r.id, regex) for r in rules for sig in r.signatures for _, regex in sig.regexes() if nested_quantifier(regex)
+    ]
     assert not [layout.id for layout in load_layouts() if nested_quantifier(layout.header)]
 
 
 def test_models_are_frozen(rules):
     import dataclasses
+
     with pytest.raises(dataclasses.FrozenInstanceError):
         rules[0].id = "other"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -137,7 +147,8 @@ def test_fix_per_version_range_is_one_fix_per_range(rules):
 def test_bad_rule_fails_with_file_and_line(tmp_path):
     (tmp_path / "broken.yaml").write_text(
         "id: broken\ntitle: A broken rule\ncategory: not-a-category\nrole: cause\n"
-        "match:\n  - text: 'unclosed (group'\nexplanation: x\nreferences: []\ncases: []\n")
+        "match:\n  - text: 'unclosed (group'\nexplanation: x\nreferences: []\ncases: []\n"
+    )
     with pytest.raises(RuleError) as err:
         load_rules([tmp_path], builtin=False)
     message = str(err.value)
@@ -165,10 +176,14 @@ def test_bounded_or_possessive_repeats_are_accepted(tmp_path, regex):
 
 
 def test_case_kind_and_layout_are_checked_at_load(tmp_path):
-    (tmp_path / "badcase.yaml").write_text(GOOD_RULE.format(id="badcase", regex="Something happened", extra="")
-                                           .replace("gap: none\ncases: []\n", "cases:\n"
-                                                    "  - source: x\n    kind: flink-jobmanger\n    match: a\n"
-                                                    "  - source: x\n    layout: log4j9\n    no_match: b\n"))
+    (tmp_path / "badcase.yaml").write_text(
+        GOOD_RULE.format(id="badcase", regex="Something happened", extra="").replace(
+            "gap: none\ncases: []\n",
+            "cases:\n"
+            "  - source: x\n    kind: flink-jobmanger\n    match: a\n"
+            "  - source: x\n    layout: log4j9\n    no_match: b\n",
+        )
+    )
     with pytest.raises(RuleError) as err:
         load_rules([tmp_path], builtin=False)
     message = str(err.value)
@@ -183,8 +198,12 @@ def test_malformed_version_specifier_fails_with_file_and_line(tmp_path):
 
 
 def test_unknown_relation_set_and_duplicate_relation_fail_with_file_and_line(tmp_path):
-    write_rule(tmp_path, "relates", extra="explains:\n  - failovr\n  - restart\n"
-                                          "  - {rule: job-restarting}\n  - {rule: job-restarting, after: 1m}\n")
+    write_rule(
+        tmp_path,
+        "relates",
+        extra="explains:\n  - failovr\n  - restart\n"
+        "  - {rule: job-restarting}\n  - {rule: job-restarting, after: 1m}\n",
+    )
     with pytest.raises(RuleError) as err:
         load_rules([tmp_path])
     message = str(err.value)
@@ -193,8 +212,11 @@ def test_unknown_relation_set_and_duplicate_relation_fail_with_file_and_line(tmp
 
 
 def test_a_rule_relation_replaces_the_set_member_for_the_same_rule(tmp_path):
-    write_rule(tmp_path, "relates", extra="explains:\n  - failover\n"
-                                          "  - {rule: restart-strategy-exhausted, before: 10s, after: 1h}\n")
+    write_rule(
+        tmp_path,
+        "relates",
+        extra="explains:\n  - failover\n  - {rule: restart-strategy-exhausted, before: 10s, after: 1h}\n",
+    )
     rule = {r.id: r for r in load_rules([tmp_path])}["relates"]
     windows = {rel.rule: rel.after_ms for rel in rule.explains}
     assert windows == {"task-failed": 600_000, "job-restarting": 600_000, "restart-strategy-exhausted": 3_600_000}
@@ -203,7 +225,8 @@ def test_a_rule_relation_replaces_the_set_member_for_the_same_rule(tmp_path):
 def test_relation_sets_of_a_rules_folder(tmp_path):
     (tmp_path / "relations.yaml").write_text(
         "mine:\n  about: a set of relations for a test\n  relations:\n    - {rule: mine, after: 1m}\n"
-        "broken:\n  about: a set of relations for a test\n  relations:\n    - {rule: nothing-like-it}\n")
+        "broken:\n  about: a set of relations for a test\n  relations:\n    - {rule: nothing-like-it}\n"
+    )
     write_rule(tmp_path, "mine", extra="explains: [broken]\n")
     with pytest.raises(RuleError, match=r"relations.yaml:8: mine explains unknown rule 'nothing-like-it'"):
         load_rules([tmp_path], builtin=False)
@@ -211,16 +234,24 @@ def test_relation_sets_of_a_rules_folder(tmp_path):
 
 def test_unknown_layout_key_is_refused_with_file_and_line(tmp_path):
     from flinkdoctor.layouts import layouts_file, load_layouts
+
     path = tmp_path / "layouts.yaml"
-    path.write_text(layouts_file().read_text().replace("  time_format: 'yyyy-MM-dd HH:mm:ss,SSS'\n",
-                                                       "  time_fromat: 'yyyy-MM-dd HH:mm:ss,SSS'\n", 1))
-    with pytest.raises(RuleError, match=r"layouts.yaml:\d+: 0: Additional properties are not allowed "
-                                        r"\('time_fromat' was unexpected\)"):
+    path.write_text(
+        layouts_file()
+        .read_text()
+        .replace("  time_format: 'yyyy-MM-dd HH:mm:ss,SSS'\n", "  time_fromat: 'yyyy-MM-dd HH:mm:ss,SSS'\n", 1)
+    )
+    with pytest.raises(
+        RuleError,
+        match=r"layouts.yaml:\d+: 0: Additional properties are not allowed "
+        r"\('time_fromat' was unexpected\)",
+    ):
         load_layouts(path)
 
 
 def test_backtracking_layout_header_is_refused_with_file_and_line(tmp_path):
     from flinkdoctor.layouts import load_layouts
+
     path = tmp_path / "layouts.yaml"
     path.write_text("- id: bad\n  about: a layout for a test\n  header: '^(?<msg>(\\w+\\s?)+)$'\n  timed: false\n")
     with pytest.raises(RuleError, match=r"layouts.yaml:3: layout bad: .* can backtrack catastrophically"):

@@ -1,4 +1,5 @@
 """Ingest: YARN aggregated logs, archives, unsafe archives, hostile files; every line accounted for."""
+
 from __future__ import annotations
 
 import gzip
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, line_at
-from flinkdoctor.ingest import IngestError, ingest
+from flinkdoctor.errors import InputError
+from flinkdoctor.ingest import ingest
 
 SEED3 = DATA / "seeds" / "003"
 
@@ -24,12 +26,16 @@ def true_lines(data: bytes) -> int:
 def yarn_block(container: str, host: str, logtype: str, content: bytes, hadoop3: bool) -> bytes:
     """`yarn logs -applicationId` framing around a container's file (Hadoop 3 / Hadoop 2 spellings)."""
     if hadoop3:
-        head = (f"Container: {container} on {host}_45454\nLogAggregationType: AGGREGATED\n"
-                f"{'=' * 68}\nLogType:{logtype}\nLogLastModifiedTime:Tue Apr 23 17:40:00 +0800 2019\n"
-                f"LogLength:{len(content)}\nLogContents:\n").encode()
+        head = (
+            f"Container: {container} on {host}_45454\nLogAggregationType: AGGREGATED\n"
+            f"{'=' * 68}\nLogType:{logtype}\nLogLastModifiedTime:Tue Apr 23 17:40:00 +0800 2019\n"
+            f"LogLength:{len(content)}\nLogContents:\n"
+        ).encode()
         return head + content + f"\nEnd of LogType:{logtype}\n{'*' * 88}\n\n".encode()
-    head = (f"Container: {container} on {host}_45454\n{'=' * 68}\nLogType:{logtype}\n"
-            f"Log Upload Time:Tue Apr 23 17:40:00 +0800 2019\nLogLength:{len(content)}\nLog Contents:\n").encode()
+    head = (
+        f"Container: {container} on {host}_45454\n{'=' * 68}\nLogType:{logtype}\n"
+        f"Log Upload Time:Tue Apr 23 17:40:00 +0800 2019\nLogLength:{len(content)}\nLog Contents:\n"
+    ).encode()
     return head + content + b"\n"
 
 
@@ -37,9 +43,9 @@ def yarn_block(container: str, host: str, logtype: str, content: bytes, hadoop3:
 def test_yarn_aggregated_log_is_split_per_container(diagnose_bundle, tmp_path, hadoop3):
     jm = (SEED3 / "jobmanager.log").read_bytes()
     tm = (SEED3 / "taskmanager.log").read_bytes()
-    data = (yarn_block("container_1550743644028_2661_03_000001", "hadoop-080-037", "jobmanager.log", jm, hadoop3)
-            + yarn_block("container_1550743644028_2661_03_000008", "hadoop-081-159", "taskmanager.log", tm,
-                         hadoop3))
+    data = yarn_block(
+        "container_1550743644028_2661_03_000001", "hadoop-080-037", "jobmanager.log", jm, hadoop3
+    ) + yarn_block("container_1550743644028_2661_03_000008", "hadoop-081-159", "taskmanager.log", tm, hadoop3)
     path = tmp_path / "application_1550743644028_2661.log"
     path.write_bytes(data)
     report = diagnose_bundle(path)
@@ -94,7 +100,7 @@ def test_gzip_single_file(diagnose_bundle, tmp_path):
 @pytest.mark.parametrize("kind", ["tar", "zip"])
 def test_path_traversal_archive_is_refused(tmp_path, member, kind):
     archive = _archive(kind, tmp_path / ("evil.zip" if kind == "zip" else "evil.tar.gz"), {member: b"x\n"})
-    with pytest.raises(IngestError, match="outside the bundle|refusing"):
+    with pytest.raises(InputError, match="outside the bundle|refusing"):
         ingest([archive], tmp_path / "work")
     assert not (tmp_path / "escape.log").exists()
 
@@ -105,13 +111,13 @@ def test_link_out_of_the_bundle_is_refused(tmp_path):
         info = tarfile.TarInfo("logs/passwd")
         info.type, info.linkname = tarfile.SYMTYPE, "../../../etc/passwd"
         archive.addfile(info)
-    with pytest.raises(IngestError):
+    with pytest.raises(InputError):
         ingest([target], tmp_path / "work")
 
 
 def test_archive_size_limit(tmp_path):
     archive = _archive("tar", tmp_path / "big.tar.gz", {"big.log": b"x" * 10_000})
-    with pytest.raises(IngestError, match="over the limit"):
+    with pytest.raises(InputError, match="over the limit"):
         ingest([archive], tmp_path / "work", max_unpacked=1000)
 
 
@@ -146,8 +152,12 @@ def test_hostile_files_are_all_accounted_for(diagnose_bundle, tmp_path):
 def test_file_names_carry_no_meaning(diagnose_bundle, tmp_path):
     bundle = tmp_path / "renamed"
     bundle.mkdir()
-    for source, name in (("messages", "a.log"), ("jobmanager.log", "b.txt"), ("taskmanager.log", "messages"),
-                         ("jstack-taskmanager.txt", "c")):
+    for source, name in (
+        ("messages", "a.log"),
+        ("jobmanager.log", "b.txt"),
+        ("taskmanager.log", "messages"),
+        ("jstack-taskmanager.txt", "c"),
+    ):
         shutil.copy(SEED3 / source, bundle / name)
     report = diagnose_bundle(bundle)
     kinds = {s["path"]: s["kind"] for s in report["input"]["sources"]}
@@ -157,7 +167,7 @@ def test_file_names_carry_no_meaning(diagnose_bundle, tmp_path):
 
 
 def test_missing_path_is_an_input_error(tmp_path):
-    with pytest.raises(IngestError, match="no such file"):
+    with pytest.raises(InputError, match="no such file"):
         ingest([tmp_path / "nope"], tmp_path / "work")
 
 

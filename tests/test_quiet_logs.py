@@ -1,9 +1,10 @@
 """Logs without incidents: real Flink runs from the fault lab, and Loghub samples of neighbouring systems."""
+
 from __future__ import annotations
 
 import pytest
 
-from conftest import DATA, SHARED
+from conftest import DATA
 
 # system: (layout, kind, quiet). Quiet samples hold only routine operation; the Hadoop sample mixes in runs with
 # injected machine-down / network / disk-full failures (its README), so a diagnosis there is not invented.
@@ -20,7 +21,7 @@ HEALTHY = sorted((DATA / "lab").glob("*/healthy.tar.gz"))
 @pytest.mark.parametrize("system", sorted(LOGHUB))
 def test_loghub_sample_parsed_with_its_layout_and_no_invented_root_cause(diagnose_bundle, system):
     layout, kind, quiet = LOGHUB[system]
-    report = diagnose_bundle(SHARED / "loghub" / system / f"{system}_2k.log", year=2005)
+    report = diagnose_bundle(DATA / "loghub" / f"{system}_2k.log", year=2005)
     source = report["input"]["sources"][0]
     assert source["layout"] == layout
     if kind:
@@ -39,9 +40,11 @@ def test_healthy_flink_runs_were_recorded():
 @pytest.mark.parametrize("bundle", HEALTHY, ids=[p.parent.name for p in HEALTHY])
 def test_healthy_flink_run_has_warnings_but_no_root_cause(diagnose_bundle, bundle):
     import tarfile
+
     with tarfile.open(bundle) as archive:
-        text = b"".join(archive.extractfile(m).read() for m in archive.getmembers()
-                        if m.isfile() and m.name.endswith(".log"))
+        text = b"".join(
+            archive.extractfile(m).read() for m in archive.getmembers() if m.isfile() and m.name.endswith(".log")
+        )
     assert b" WARN " in text, "a real run has WARN lines; the point is that they are not causes"
     report = diagnose_bundle(bundle)
     assert report["root_causes"] == []

@@ -1,4 +1,5 @@
 """The five seed incidents: bundles made only of lines copied from each write-up."""
+
 from __future__ import annotations
 
 import pytest
@@ -64,8 +65,13 @@ def test_seed_003_host_stall_chain(diagnose_bundle):
     assert top["rule"] == "kernel-soft-lockup"
     assert top["evidence"][0]["file"] == "messages" and top["host"] == "hadoop-080-037"
     chain = chain_rules(top)
-    for member in ("zookeeper-client-session-timeout", "taskmanager-heartbeat-timeout",
-                   "jobmanager-lost-leadership", "hdfs-close-interrupted", "job-restarting"):
+    for member in (
+        "zookeeper-client-session-timeout",
+        "taskmanager-heartbeat-timeout",
+        "jobmanager-lost-leadership",
+        "hdfs-close-interrupted",
+        "job-restarting",
+    ):
         assert member in chain, member
     # the TaskManager on another host noticed the lost JobManager 74 s before the kernel line was written
     lost = next(step for step in top["chain"] if step["rule"] == "jobmanager-lost-leadership")
@@ -73,8 +79,12 @@ def test_seed_003_host_stall_chain(diagnose_bundle):
     assert len(report["root_causes"]) == 1
     # the aftermath of the chain: recover the lease of the file the thread dump shows still being written
     commands = [fix["command"] for fix in top["fix"] if fix.get("command")]
-    assert any(c.startswith("hdfs debug recoverLease -path /data/BaseData/flinksql/"
-                            "TCFlyIntB2BTrade_flight_segment_info/2019/04/23/") for c in commands), commands
+    assert any(
+        c.startswith(
+            "hdfs debug recoverLease -path /data/BaseData/flinksql/TCFlyIntB2BTrade_flight_segment_info/2019/04/23/"
+        )
+        for c in commands
+    ), commands
     assert_evidence_is_real(report, SEEDS / "003")
 
 
@@ -92,6 +102,7 @@ def test_seed_003_fix_names_the_open_file(diagnose_bundle):
 def test_seed_003_without_kernel_log_blames_zookeeper(diagnose_bundle, tmp_path):
     """Drop the kernel log: the diagnosis must fall back to the next cause in the chain."""
     import shutil
+
     bundle = tmp_path / "003-no-kernel"
     shutil.copytree(SEEDS / "003", bundle)
     (bundle / "messages").unlink()
@@ -111,10 +122,13 @@ def test_seed_004_zookeeper_connectivity(diagnose_bundle):
     assert_evidence_is_real(report, SEEDS / "004")
 
 
-@pytest.mark.parametrize("version, present, absent", [
-    ("1.10.0", "state.backend", "state.backend.type"),
-    ("1.20.3", "execution.checkpointing.storage", "state.backend"),
-])
+@pytest.mark.parametrize(
+    "version, present, absent",
+    [
+        ("1.10.0", "state.backend", "state.backend.type"),
+        ("1.20.3", "execution.checkpointing.storage", "state.backend"),
+    ],
+)
 def test_fix_follows_the_flink_version(diagnose_bundle, version, present, absent):
     report = diagnose_bundle(SEEDS / "001", flink_version=version)
     keys = {key for fix in report["root_causes"][0]["fix"] for key in fix.get("config", {})}

@@ -1,4 +1,5 @@
 """Pure functions, no Spark."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -15,13 +16,27 @@ from flinkdoctor.rulebook import Signature, load_rules
 from flinkdoctor.versions import detect, matches, specifier
 
 
-@pytest.mark.parametrize("spec, version, expected", [
-    (">=1.14", "1.10.0", False), (">=1.14", "1.20.3", True), ("<1.13", "1.10", True),
-    (">=1.13,<1.17", "1.16.3", True), (">=1.13,<1.17", "1.17.0", False), (">=1.20", "2.1.1", True),
-    ("<1.9", None, True), ("<1.17", "1.16.3", True), ("<=1.17", "1.17.3", True), (">1.17", "1.17.3", False),
-    (">=1.17", "1.20+", True), ("<1.17", "1.20+", False), ("<1.17", "1.17-SNAPSHOT", False),
-    (">=1.17", "banana", True), ("<1.9", "", True), (None, "1.20.3", True),
-])
+@pytest.mark.parametrize(
+    "spec, version, expected",
+    [
+        (">=1.14", "1.10.0", False),
+        (">=1.14", "1.20.3", True),
+        ("<1.13", "1.10", True),
+        (">=1.13,<1.17", "1.16.3", True),
+        (">=1.13,<1.17", "1.17.0", False),
+        (">=1.20", "2.1.1", True),
+        ("<1.9", None, True),
+        ("<1.17", "1.16.3", True),
+        ("<=1.17", "1.17.3", True),
+        (">1.17", "1.17.3", False),
+        (">=1.17", "1.20+", True),
+        ("<1.17", "1.20+", False),
+        ("<1.17", "1.17-SNAPSHOT", False),
+        (">=1.17", "banana", True),
+        ("<1.9", "", True),
+        (None, "1.20.3", True),
+    ],
+)
 def test_version_specs(spec, version, expected):
     assert matches(spec, version) is expected
 
@@ -38,22 +53,31 @@ def test_version_from_config_keys():
     assert detect([], [], [{"flink-version": "2.1.1"}]) == ("2.1.1", "rest")
 
 
-@pytest.mark.parametrize("signature, literals", [
-    (Signature(text=r"Size of the state is larger than the maximum permitted memory-backed state\. "
-                    r"Size=\s?(?<size>\d+)"),
-     ["Size of the state is larger than the maximum permitted memory-backed state. Size="]),
-    (Signature(message="State change: SUSPENDED"), ["State change: SUSPENDED"]),
-    (Signature(message="Decline checkpoint (?<checkpoint>\\d+) by task (?<task>\\S+) of job"),
-     ["Decline checkpoint ", " by task ", " of job"]),
-    (Signature(text="OutOfMemoryErrors?: Java heap"), ["OutOfMemoryError", ": Java heap"]),  # s? is optional
-    (Signature(text="abc(?:defg)?hijk"), ["hijk"]),            # inside an optional group: not required
-    (Signature(text="[Cc]heckpoint expired"), ["heckpoint expired"]),
-    (Signature(text="timeout|expired"), []),                  # alternatives: neither is required
-    (Signature(text="(?i)timeout"), []),                      # any case: no literal holds
-    (Signature(text="\\nCaused by: x"), ["\nCaused by: x"]),    # \n is a newline, part of the literal
-    (Signature(logger="org\\.apache\\.flink"), []),             # only text, message and exception count
-    (Signature(message="x{2}yyy", literal="Checkpoint"), ["Checkpoint"]),
-])
+@pytest.mark.parametrize(
+    "signature, literals",
+    [
+        (
+            Signature(
+                text=r"Size of the state is larger than the maximum permitted memory-backed state\. "
+                r"Size=\s?(?<size>\d+)"
+            ),
+            ["Size of the state is larger than the maximum permitted memory-backed state. Size="],
+        ),
+        (Signature(message="State change: SUSPENDED"), ["State change: SUSPENDED"]),
+        (
+            Signature(message="Decline checkpoint (?<checkpoint>\\d+) by task (?<task>\\S+) of job"),
+            ["Decline checkpoint ", " by task ", " of job"],
+        ),
+        (Signature(text="OutOfMemoryErrors?: Java heap"), ["OutOfMemoryError", ": Java heap"]),  # s? is optional
+        (Signature(text="abc(?:defg)?hijk"), ["hijk"]),  # inside an optional group: not required
+        (Signature(text="[Cc]heckpoint expired"), ["heckpoint expired"]),
+        (Signature(text="timeout|expired"), []),  # alternatives: neither is required
+        (Signature(text="(?i)timeout"), []),  # any case: no literal holds
+        (Signature(text="\\nCaused by: x"), ["\nCaused by: x"]),  # \n is a newline, part of the literal
+        (Signature(logger="org\\.apache\\.flink"), []),  # only text, message and exception count
+        (Signature(message="x{2}yyy", literal="Checkpoint"), ["Checkpoint"]),
+    ],
+)
 def test_required_literals_come_from_the_parse_tree(signature, literals):
     assert required_literals(signature) == literals
 
@@ -65,11 +89,22 @@ def test_every_shipped_signature_has_a_prefilter_literal():
     assert sum(len(r.signatures) for r in rules) == len(prefilter.signatures)
 
 
-@pytest.mark.parametrize("regex, nested", [
-    (r"(a+)+", True), (r"(\w*)*", True), (r"x(?:\s*\S+)+y", True), (r"(a*){2,5}", True), (r"((?:ab)+c)+", True),
-    (r"(?:\S+\s+)?x", False), (r"(?:a+)++", False), (r"(?>a+)+", False), (r"(?:\w++\.)+E", False),
-    (r"(?:ab){2,}", False), (r"(?<n>\d+) of (?<m>\d+)", False),
-])
+@pytest.mark.parametrize(
+    "regex, nested",
+    [
+        (r"(a+)+", True),
+        (r"(\w*)*", True),
+        (r"x(?:\s*\S+)+y", True),
+        (r"(a*){2,5}", True),
+        (r"((?:ab)+c)+", True),
+        (r"(?:\S+\s+)?x", False),
+        (r"(?:a+)++", False),
+        (r"(?>a+)+", False),
+        (r"(?:\w++\.)+E", False),
+        (r"(?:ab){2,}", False),
+        (r"(?<n>\d+) of (?<m>\d+)", False),
+    ],
+)
 def test_nested_quantifiers_are_found_in_the_parse_tree(regex, nested):
     assert bool(nested_quantifier(regex)) is nested
 
@@ -78,12 +113,15 @@ def test_findings_of_rules_for_other_versions_are_dropped(tmp_path):
     (tmp_path / "future-only.yaml").write_text(
         "id: future-only\ntitle: A rule for a Flink that does not exist\ncategory: other\nrole: cause\n"
         "versions: '>=9.9'\nmatch:\n  - text: 'Something happened'\nexplanation: Something long enough to pass.\n"
-        "references: [x]\nfix: [{text: nothing}]\ngap: none\ncases: []\n")
+        "references: [x]\nfix: [{text: nothing}]\ngap: none\ncases: []\n"
+    )
     rules = {r.id: r for r in load_rules([tmp_path])}
     assert not rules["future-only"].applies_to("1.20.3") and rules["future-only"].applies_to("9.9.1")
     assert rules["future-only"].applies_to(None)  # an unknown version keeps every rule
-    findings = [Finding("future-only", 0, 1, None, None, None, "Something happened"),
-                Finding("jvm-heap-oom", 0, 2, None, None, None, "java.lang.OutOfMemoryError: Java heap space")]
+    findings = [
+        Finding("future-only", 0, 1, None, None, None, "Something happened"),
+        Finding("jvm-heap-oom", 0, 2, None, None, None, "java.lang.OutOfMemoryError: Java heap space"),
+    ]
     counts = {"future-only": 3, "jvm-heap-oom": 1}
     kept, kept_counts = keep_applicable(findings, counts, rules, "1.20.3")
     assert [f.rule for f in kept] == ["jvm-heap-oom"] and kept_counts == {"jvm-heap-oom": 1}
@@ -93,8 +131,16 @@ def test_findings_of_rules_for_other_versions_are_dropped(tmp_path):
 
 def test_onset_goes_back_by_the_silence():
     rules = {r.id: r for r in load_rules()}
-    finding = Finding("zookeeper-client-session-timeout", 0, 1, datetime(2019, 4, 23, 17, 39, 19, 323000), None,
-                      None, "", {"silence": "129565"})
+    finding = Finding(
+        "zookeeper-client-session-timeout",
+        0,
+        1,
+        datetime(2019, 4, 23, 17, 39, 19, 323000),
+        None,
+        None,
+        "",
+        {"silence": "129565"},
+    )
     assert onset(finding, rules["zookeeper-client-session-timeout"]) == datetime(2019, 4, 23, 17, 37, 9, 758000)
 
 
@@ -103,16 +149,27 @@ def test_block_offsets_number_lines_across_blocks():
 
 
 def test_layout_detection_on_seed_lines():
-    assert detect_layout(["Apr 23 17:39:19 hadoop-080-037 kernel: NMI watchdog: BUG: soft lockup - CPU#12 stuck"]) \
+    assert (
+        detect_layout(["Apr 23 17:39:19 hadoop-080-037 kernel: NMI watchdog: BUG: soft lockup - CPU#12 stuck"])
         == "syslog"
-    assert detect_layout(["2020-10-16 17:05:07,612 INFO org.apache.flink.runtime.taskexecutor.TaskExecutor - "
-                          "JobManager for job 1bb3b7bdcfbc39cf760064ed9736ea80 lost leadership."]) == "flink-log4j1"
+    )
+    assert (
+        detect_layout(
+            [
+                "2020-10-16 17:05:07,612 INFO org.apache.flink.runtime.taskexecutor.TaskExecutor - "
+                "JobManager for job 1bb3b7bdcfbc39cf760064ed9736ea80 lost leadership."
+            ]
+        )
+        == "flink-log4j1"
+    )
     assert detect_layout(["java.io.InterruptedIOException: x", "\tat a.b(C.java:1)"]) == "plain"
 
 
 def test_secrets_are_redacted():
-    line = ('sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required '
-            'username="svc" password="hunter2";')
+    line = (
+        "sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="svc" password="hunter2";'
+    )
     assert "hunter2" not in mask(line)
     assert "hunter2" not in mask("ssl.truststore.password = hunter2")
     assert mask("Checkpoint 5 of job 1 expired") == "Checkpoint 5 of job 1 expired"
@@ -126,11 +183,19 @@ def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
     pf = prefilter.Prefilter(
         literals=("heap space", "OutOfMemoryError", "State change: SUSPENDED", "x"),
         header_only=(False, False, True, False),
-        signatures=((0, 1), (2,), (3,)))
-    text = pa.array(["a\njava.lang.OutOfMemoryError: Java heap space",  # both literals, on a continuation line
-                     "State change: SUSPENDED",                         # header-only literal in the header
-                     "foo\nState change: SUSPENDED",                     # ... but not in the first line
-                     None, "heap space", "OutOfMemoryError: heap", "x"])
+        signatures=((0, 1), (2,), (3,)),
+    )
+    text = pa.array(
+        [
+            "a\njava.lang.OutOfMemoryError: Java heap space",  # both literals, on a continuation line
+            "State change: SUSPENDED",  # header-only literal in the header
+            "foo\nState change: SUSPENDED",  # ... but not in the first line
+            None,
+            "heap space",
+            "OutOfMemoryError: heap",
+            "x",
+        ]
+    )
     expected = [[0], [1], [], [], [], [], [2]]
     assert prefilter.scan(pf, text).to_pylist() == expected
     assert prefilter.scan(pf, text.slice(1)).to_pylist() == expected[1:]

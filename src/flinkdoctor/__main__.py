@@ -1,3 +1,6 @@
-from .cli import main
+"""`python -m flinkdoctor`, and the script spark-submit runs by path (so the import is absolute)."""
 
-main()
+from flinkdoctor.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,5 @@
 """Rule cases: every rule's real-log examples, run through the same compiled Spark path as `diagnose`."""
+
 from __future__ import annotations
 
 import tempfile
@@ -55,12 +56,15 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             source.layout = case.layout
     events = build_events(spark, manifest, work / "run", build_prefilter(rules))
     with whole_stage_codegen(spark, False):
-        found = (match_events(spark.read.parquet(events.path), rules, manifest, detail=False)
-                 .select("sid", "rule").distinct().collect())
+        found = (
+            match_events(spark.read.parquet(events.path), rules, manifest, detail=False)
+            .select("sid", "rule")
+            .distinct()
+            .collect()
+        )
     fired = {(row.sid, row.rule) for row in found}
     results = []
     for rule, index, case, rel in planned:
         sid = by_path[rel].id
-        results.append(CaseResult(rule.id, index, case.expect_match, (sid, rule.id) in fired, case.source,
-                                  case.text))
+        results.append(CaseResult(rule.id, index, case.expect_match, (sid, rule.id) in fired, case.source, case.text))
     return results

@@ -1,73 +1,159 @@
-"""Command line: `flinkdoctor diagnose`, `flinkdoctor rules`, `flinkdoctor lab`."""
+"""Command line: `flinkdoctor diagnose` and `flinkdoctor rules`.
+
+Exit codes (errors.py): 0 analysis done; 1 with --fail-on and a matching root cause; 2 usage error (checked before
+Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, the traceback in a log file).
+"""
+
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
+import traceback
+from datetime import datetime
 from pathlib import Path
 
 import click
 
-from .ingest import DEFAULT_MAX_UNPACKED, IngestError
-from .rulebook import RuleError, load_rules
+from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, RuleError, UsageError
+from .inert import inert
+from .ingest import DEFAULT_MAX_UNPACKED
+from .options import check_flink_version, check_timezone, check_year
+from .rulebook import load_rules
 
-EXIT_FOUND, EXIT_USAGE, EXIT_INPUT = 1, 2, 3
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every error becomes its exit code and one line on stderr; never a traceback."""
+    try:
+        cli.main(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as err:  # click's own usage errors
+        err.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        click.echo("flinkdoctor: aborted", err=True)
+        sys.exit(EXIT_INTERNAL)
+    except FlinkdoctorError as err:
+        click.echo(f"flinkdoctor: {inert(str(err), keep_newlines=True)}", err=True)
+        sys.exit(err.exit_code)
+    except KeyboardInterrupt:
+        click.echo("flinkdoctor: interrupted", err=True)
+        sys.exit(130)
+    except Exception as err:  # noqa: BLE001 - the one place that turns a crash into exit 4 with a log file
+        log = _write_crash_log()
+        summary = inert(f"{type(err).__name__}: {err}".splitlines()[0][:300])
+        click.echo(f"flinkdoctor: internal error ({summary}); the traceback is in {log}", err=True)
+        sys.exit(EXIT_INTERNAL)
+
+
+def _write_crash_log() -> Path:
+    """The traceback of an internal error, in a file the user can attach to a bug report."""
+    folder = Path(os.environ.get("FLINKDOCTOR_LOG_DIR") or tempfile.gettempdir())
+    path = folder / f"flinkdoctor-error-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
+    path.write_text(traceback.format_exc(), encoding="utf-8")
+    return path
 
 
 @click.group()
 @click.version_option(package_name="flinkdoctor")
-def main():
+def cli():
     """Find the root cause of an Apache Flink incident in its logs."""
 
 
-@main.command()
+@cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--work-dir", type=click.Path(file_okay=False), help="Where staged sources and the events Parquet go "
-              "(default: a new temporary folder).")
-@click.option("--timezone", default="UTC", show_default=True, help="Time zone of log times that carry none.")
-@click.option("--year", type=int, help="Year for syslog lines, which print none (default: from the bundle).")
-@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="A folder of your own rules, added to the shipped ones (repeatable).")
-@click.option("--flink-version", help="Flink version, when the bundle does not show it (selects config keys).")
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False),
+    help="Where staged sources and the events Parquet go "
+    "(default: a new temporary folder). Must be new, empty, or an earlier flinkdoctor work dir.",
+)
+@click.option(
+    "--keep-work-dir",
+    is_flag=True,
+    help="Keep the work dir after the run and say where it is "
+    "(default: everything flinkdoctor wrote there is removed).",
+)
+@click.option(
+    "--timezone",
+    default="UTC",
+    show_default=True,
+    callback=lambda c, p, v: check_timezone(v),
+    help="Time zone of log times that carry none (an IANA name such as Asia/Shanghai).",
+)
+@click.option(
+    "--year",
+    type=int,
+    callback=lambda c, p, v: check_year(v),
+    help="Year for syslog lines, which print none (default: from the bundle).",
+)
+@click.option(
+    "--rules",
+    "rules_dirs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="A folder of your own rules, added to the shipped ones (repeatable).",
+)
+@click.option(
+    "--flink-version",
+    callback=lambda c, p, v: check_flink_version(v),
+    help="Flink version, when the bundle does not show it (selects config keys), e.g. 1.20.3.",
+)
 @click.option("--fail-on", multiple=True, help="Exit 1 when a root cause of this category (or 'any') is found.")
-@click.option("--max-unpacked", type=int, default=DEFAULT_MAX_UNPACKED, show_default=True,
-              help="Largest total size, in bytes, that archives may unpack to.")
+@click.option(
+    "--max-unpacked",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_UNPACKED,
+    show_default=True,
+    help="Largest total size, in bytes, that archives may unpack to.",
+)
 @click.option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
-def diagnose(paths, fmt, work_dir, timezone, year, rules_dirs, flink_version, fail_on, max_unpacked, master):
+def diagnose(
+    paths, fmt, work_dir, keep_work_dir, timezone, year, rules_dirs, flink_version, fail_on, max_unpacked, master
+):
     """Diagnose a bundle: folders, archives (.tar.gz .tgz .zip .gz) or single log files."""
-    from .diagnose import diagnose as run
-    from .report import render_json, render_terminal
+    from .pipeline import diagnose as run
+    from .views import render_json, render_terminal
+    from .vocabulary import CATEGORIES
 
-    try:
-        rules = load_rules(rules_dirs)
-    except RuleError as err:
-        click.echo(f"flinkdoctor: invalid rules:\n{err}", err=True)
-        sys.exit(EXIT_USAGE)
-    for path in paths:
-        if not Path(path).exists():
-            click.echo(f"flinkdoctor: {path}: no such file or folder", err=True)
-            sys.exit(EXIT_INPUT)
+    unknown = sorted(set(fail_on) - set(CATEGORIES) - {"any"})
+    if unknown:
+        raise UsageError(
+            f"--fail-on: unknown categor{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
+            "(use 'any' or a category from `flinkdoctor rules list`)"
+        )
+    rules = _load_or_exit(rules_dirs)
     spark = None
     if master:
         from .spark import spark_session
+
         spark = spark_session(master)
-    try:
-        report = run(list(paths), spark=spark, work_dir=work_dir, timezone=timezone, year=year, rules=rules,
-                     flink_version=flink_version, max_unpacked=max_unpacked)
-    except IngestError as err:
-        click.echo(f"flinkdoctor: {err}", err=True)
-        sys.exit(EXIT_INPUT)
+    report = run(
+        list(paths),
+        spark=spark,
+        work_dir=work_dir,
+        keep_work_dir=keep_work_dir,
+        timezone=timezone,
+        year=year,
+        rules=rules,
+        flink_version=flink_version,
+        max_unpacked=max_unpacked,
+    )
     if fmt == "json":
         click.echo(render_json(report))
     else:
         from rich.console import Console
+
         render_terminal(report, Console())
-    categories = {root["category"] for root in report["root_causes"]}
+    categories = {root.category for root in report.root_causes}
     if fail_on and categories and ("any" in fail_on or categories & set(fail_on)):
         sys.exit(EXIT_FOUND)
 
 
-@main.group()
+@cli.group()
 def rules():
     """The knowledge base: list, show and test the rules."""
 
@@ -78,13 +164,16 @@ def rules():
 def rules_list(fmt, rules_dirs):
     """Every rule: id, category, role and number of cases."""
     loaded = _load_or_exit(rules_dirs)
-    rows = [{"id": r.id, "category": r.category, "role": r.role, "cases": len(r.cases), "title": r.title,
-             "gap": r.gap} for r in sorted(loaded, key=lambda r: (r.category, r.id))]
+    rows = [
+        {"id": r.id, "category": r.category, "role": r.role, "cases": len(r.cases), "title": r.title, "gap": r.gap}
+        for r in sorted(loaded, key=lambda r: (r.category, r.id))
+    ]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
+
     table = Table(title=f"{len(rows)} rules")
     for column in ("id", "category", "role", "cases", "title"):
         table.add_column(column)
@@ -98,19 +187,29 @@ def rules_list(fmt, rules_dirs):
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False))
 def rules_show(rule_id, rules_dirs):
     """The explanation, fix and references a report prints for RULE_ID."""
+    from .rulebook import duration_text
+
     by_id = {r.id: r for r in _load_or_exit(rules_dirs)}
     if rule_id not in by_id:
-        click.echo(f"flinkdoctor: no rule {rule_id!r}", err=True)
-        sys.exit(EXIT_USAGE)
+        raise UsageError(f"no rule {rule_id!r} (see `flinkdoctor rules list`)")
     rule = by_id[rule_id]
-    click.echo(f"{rule.id}: {rule.title}\ncategory: {rule.category}   role: {rule.role}   file: {rule.path}\n")
+    click.echo(
+        f"{rule.id}: {rule.title}\ncategory: {rule.category}   role: {rule.role}   file: {rule.path}"
+        + (f"   Flink {rule.versions}" if rule.versions else "")
+        + "\n"
+    )
     click.echo(rule.explanation + "\n")
     for fix in rule.fix:
-        click.echo(f"fix{' (' + fix['versions'] + ')' if fix.get('versions') else ''}: {fix['text']}")
-        for key, value in (fix.get("config") or {}).items():
+        click.echo(f"fix{' (' + fix.versions + ')' if fix.versions else ''}: {fix.text}")
+        for key, value in fix.config.items():
             click.echo(f"    {key}: {value}")
-        if fix.get("command"):
-            click.echo(f"    $ {fix['command']}")
+        if fix.command:
+            click.echo(f"    $ {fix.command}")
+    for relation in rule.explains:  # relation sets expanded: what the rule explains, window and scope
+        click.echo(
+            f"explains {relation.target[0]} {relation.target[1]}: {duration_text(relation.before_ms)} "
+            f"before to {duration_text(relation.after_ms)} after, scope {relation.scope}"
+        )
     click.echo("references: " + ", ".join(rule.references))
     if rule.gap:
         click.echo(f"known gap: {rule.gap}")
@@ -128,24 +227,21 @@ def rules_test(path):
     results = run_cases(spark_session(), chosen)
     failed = [r for r in results if not r.passed]
     for result in failed:
-        click.echo(f"FAIL {result.name} ({result.source}): expected {'a' if result.expect_match else 'no'} match\n"
-                   f"     {result.text.strip()[:300]}")
+        click.echo(
+            f"FAIL {result.name} ({result.source}): expected {'a' if result.expect_match else 'no'} match\n"
+            f"     {result.text.strip()[:300]}"
+        )
     gaps = [r.id for r in chosen if r.gap]
-    click.echo(f"{len(results) - len(failed)} passed, {len(failed)} failed" +
-               (f" ({len(gaps)} rules with a known gap: {', '.join(gaps)})" if gaps else ""))
+    click.echo(
+        f"{len(results) - len(failed)} passed, {len(failed)} failed"
+        + (f" ({len(gaps)} rules with a known gap: {', '.join(gaps)})" if gaps else "")
+    )
     sys.exit(1 if failed else 0)
 
 
 def _load_or_exit(dirs):
+    """The rules, or exit 2 with every problem as file:line: reason."""
     try:
         return load_rules(dirs)
     except RuleError as err:
-        click.echo(f"flinkdoctor: invalid rules:\n{err}", err=True)
-        sys.exit(EXIT_USAGE)
-
-
-try:  # the fault lab lives in its own package; the CLI works without it
-    from .lab.cli import lab as _lab
-    main.add_command(_lab)
-except ImportError:  # pragma: no cover
-    pass
+        raise RuleError(f"invalid rules:\n{err}") from err

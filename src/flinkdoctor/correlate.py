@@ -7,6 +7,7 @@ window opens at the cause's onset, not its log time: a line such as "have not he
 A root cause is a `cause` finding that nothing else present explains; when two explain each other, the earlier
 onset wins. Symptoms never outrank their cause.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict

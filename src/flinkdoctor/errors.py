@@ -15,6 +15,7 @@ Exit codes are an interface: CI and alerting read them, so a crash must never lo
 Exit 0 means the analysis ran (whatever it found); exit 1 is reserved for `--fail-on` when a root cause of the
 chosen categories is found.
 """
+
 from __future__ import annotations
 
 EXIT_OK = 0

@@ -5,6 +5,7 @@ line, and how to read its time. The file is checked at load, with file:line for 
 a bad or backtracking regex, duplicate ids). Detection runs on a sample of each source on the driver, with the
 same regex translated to Python.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,7 @@ from .validation import line_of, read_yaml, schema, schema_problems
 
 FIELDS = ("ts", "level", "logger", "thread", "msg", "host", "uptime")
 
-__all__ = ["FIELDS", "Layout", "detect_layout", "layout_by_id", "layout_ids", "load_layouts",
-           "python_regex"]
+__all__ = ["FIELDS", "Layout", "detect_layout", "layout_by_id", "layout_ids", "load_layouts", "python_regex"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,8 @@ class Layout:
     timed: bool
     year_from_bundle: bool
     fixed_logger: str | None
-    utc: bool = False      # times are UTC already (no --timezone shift)
-    detect: bool = True    # offered to layout detection (False: only set by flinkdoctor itself)
+    utc: bool = False  # times are UTC already (no --timezone shift)
+    detect: bool = True  # offered to layout detection (False: only set by flinkdoctor itself)
 
     @property
     def python_regex(self) -> re.Pattern:
@@ -81,10 +81,18 @@ def load_layouts(path: Path | None = None) -> tuple[Layout, ...]:
         values = {**defaults, **raw}
         if values["timed"] and not ("time_format" in raw and "ts" in regex.groupindex):
             problems.append(f"{where}: a timed layout needs a ts group and a time_format (or timed: false)")
-        layouts.append(Layout(
-            id=raw["id"], header=raw["header"], time_format=raw.get("time_format"), timed=values["timed"],
-            year_from_bundle=values["year_from_bundle"], fixed_logger=raw.get("fixed_logger"), utc=values["utc"],
-            detect=values["detect"]))
+        layouts.append(
+            Layout(
+                id=raw["id"],
+                header=raw["header"],
+                time_format=raw.get("time_format"),
+                timed=values["timed"],
+                year_from_bundle=values["year_from_bundle"],
+                fixed_logger=raw.get("fixed_logger"),
+                utc=values["utc"],
+                detect=values["detect"],
+            )
+        )
     if problems:
         raise RuleError("\n".join(problems))
     return tuple(layouts)

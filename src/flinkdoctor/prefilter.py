@@ -6,6 +6,7 @@ substring search where Hyperscan has no wheel), and each event gets the numbers 
 it holds. Matching then evaluates a signature's regexes only on those events: without this, testing a few hundred
 literals on every candidate stack trace in the JVM cost more than everything else together.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +20,8 @@ MIN_LITERAL = 4  # shorter runs (": ", "at ") are in almost every event and woul
 
 @dataclass(frozen=True)
 class Prefilter:
-    literals: tuple[str, ...]              # distinct literals, numbered by position
-    header_only: tuple[bool, ...]          # per literal: only counts in an event's first line
+    literals: tuple[str, ...]  # distinct literals, numbered by position
+    header_only: tuple[bool, ...]  # per literal: only counts in an event's first line
     signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then their signatures): literal ids
 
 
@@ -106,14 +107,14 @@ def _hits(prefilter: Prefilter, text):
     if database is None:
         return _hits_pyarrow(prefilter, text)
     newline = pc.find_substring(text, "\n").to_numpy(zero_copy_only=False)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset:text.offset + len(text) + 1]
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset : text.offset + len(text) + 1]
     ends, ids = [], []
 
     def on_match(literal_id, start, end, flags, context):
         ids.append(literal_id)
         ends.append(end)
 
-    database.scan(memoryview(text.buffers()[2])[offsets[0]:offsets[-1]].tobytes(), match_event_handler=on_match)
+    database.scan(memoryview(text.buffers()[2])[offsets[0] : offsets[-1]].tobytes(), match_event_handler=on_match)
     if not ids:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     literal = np.array(ids, dtype=np.int64)
@@ -135,8 +136,9 @@ def _hits_pyarrow(prefilter: Prefilter, text):
     first_line = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
     events, literals = [], []
     for i, (literal, header_only) in enumerate(zip(prefilter.literals, prefilter.header_only, strict=True)):
-        hit = np.flatnonzero(pc.match_substring(first_line if header_only else text, literal)
-                             .to_numpy(zero_copy_only=False))
+        hit = np.flatnonzero(
+            pc.match_substring(first_line if header_only else text, literal).to_numpy(zero_copy_only=False)
+        )
         events.append(hit)
         literals.append(np.full(len(hit), i, dtype=np.int64))
     return np.concatenate(events), np.concatenate(literals)
@@ -162,6 +164,11 @@ def _database(literals: tuple[str, ...]):
     except ImportError:
         return None
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=[lit.encode("utf-8") for lit in literals], ids=list(range(len(literals))),
-                     elements=len(literals), flags=[0] * len(literals), literal=True)
+    database.compile(
+        expressions=[lit.encode("utf-8") for lit in literals],
+        ids=list(range(len(literals))),
+        elements=len(literals),
+        flags=[0] * len(literals),
+        literal=True,
+    )
     return database

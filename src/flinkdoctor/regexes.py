@@ -4,17 +4,18 @@ Spark evaluates them in the JVM; the driver translates them to Python once (name
 number their groups for regexp_extract, and walk their parse tree: the prefilter's required literals and the
 backtracking check below come from the tree the `re` module builds, not from a second hand-written scanner.
 """
+
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from functools import cache
 
-try:  # Python 3.11+: the parser is private under re; 3.10 has the (now deprecated) top-level modules
-    from re import _constants as sre
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+# Python 3.11+: the parser is private under re; 3.10 has the (now deprecated) top-level modules
+_NEW = sys.version_info >= (3, 11)
+sre = importlib.import_module("re._constants" if _NEW else "sre_constants")
+sre_parse = importlib.import_module("re._parser" if _NEW else "sre_parse")
 
 POSSESSIVE = getattr(sre, "POSSESSIVE_REPEAT", object())  # Python 3.11+
 ATOMIC = getattr(sre, "ATOMIC_GROUP", object())
@@ -53,7 +54,8 @@ def _nested(tree) -> str | None:
         if op in BACKTRACKING and av[1] > 1 and _has_unbounded(av[2]):
             low, high = av[0], av[1]
             outer = {(0, UNBOUNDED): "*", (1, UNBOUNDED): "+"}.get(
-                (low, high), f"{{{low},{'' if high == UNBOUNDED else high}}}")
+                (low, high), f"{{{low},{'' if high == UNBOUNDED else high}}}"
+            )
             return f"a part repeated {outer} holds a quantifier without bound (nested quantifiers, as in (a+)+)"
         found = next(filter(None, (_nested(sub) for sub in _children(op, av))), None)
         if found:

@@ -1,33 +1,211 @@
-"""Report: one model (the JSON contract, schema flinkdoctor.report/v1), several views (JSON, terminal).
+"""Report: one typed model of a diagnosis, built from findings and root causes; views render it (views/).
 
+The model's `to_dict()` is the JSON contract (schema flinkdoctor.report/v1, schemas/report.schema.json).
 Contract history: v1 (first release): schema, input, root_causes, findings; extra fields: flink_version,
-skipped, timings.
+skipped, timings; later extra fields: input.sources[].encoding/truncated/split_lines, input.unreadable (sources
+that are mostly unparsed), work_dir (when kept); issue #10: verdict (known-cause, derived-cause,
+no-failure), root_causes[].derived (a cause read from the failure's exception chain, not from
+a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads).
+
+Secrets are masked here, once, so that no view can show them; making text inert for a terminal or escaping it for
+HTML/Markdown is each view's job, since JSON must keep the text exact.
 """
+
 from __future__ import annotations
 
-import json
 import re
+import shlex
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from .correlate import RootCause
+from .fallback import HOW, DerivedCause, Outcome, Unexplained
 from .ingest import Manifest
+from .masking import mask
 from .match import Finding
 from .rulebook import Rule
-from .versions import matches
 
 SCHEMA = "flinkdoctor.report/v1"
 EVIDENCE_PER_FINDING = 5
+MOSTLY_UNPARSED = 0.5  # a source with more unparsed lines than this share is named as unreadable
+# a value from the input goes into a shell command only when it looks like a path or an id: no spaces, quotes,
+# $, ;, |, &, `, parentheses or redirections; it is quoted all the same
+PLAUSIBLE_ARGUMENT = re.compile(r"[A-Za-z0-9_./:@%+=,~#-]{1,4096}")
+UNSAFE_COMMAND = "the command is not shown: a value from the logs holds characters that are not safe in a shell"
 
-SECRET = re.compile(
-    r"""(?ix)
-    (password|passwd|secret|token|api[._-]?key|access[._-]?key|secret[._-]?key|credentials?|sasl\.jaas\.config)
-    (\s*["']?\s*[=:]\s*)
-    ("[^"]*"|'[^']*'|[^\s,;}\]]+)""")
+
+@dataclass(frozen=True)
+class Evidence:
+    file: str
+    line: int
+    time: str | None
+    text: str
+    host: str | None = None
 
 
-def redact(text: str) -> str:
-    """Hide values of password/secret/key settings (Kafka JAAS and connector configs are dumped into logs)."""
-    return SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+@dataclass(frozen=True)
+class ChainStep:
+    rule: str
+    category: str
+    role: str
+    depth: int
+    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Fix:
+    text: str
+    config: dict[str, str] = field(default_factory=dict)
+    command: str | None = None
+    versions: str | None = None
+    for_rule: str | None = None  # an aftermath fix of a rule in the chain (e.g. recover a lease)
+
+
+@dataclass(frozen=True)
+class RootCauseReport:
+    rule: str
+    category: str
+    title: str
+    confidence: float
+    first_seen: str | None
+    host: str | None
+    count: int
+    explanation: str
+    evidence: list[Evidence]
+    chain: list[ChainStep]
+    fix: list[Fix]
+    references: list[str]
+    derived: bool = False  # derived from the failure's exception chain: no known signature matched
+
+
+@dataclass(frozen=True)
+class UnexplainedSymptomReport:
+    """A symptom no cause in the input explains: what usually causes it, and which evidence would show it."""
+
+    rule: str
+    category: str
+    title: str
+    count: int
+    first_seen: str | None
+    evidence: list[Evidence]
+    usually_caused_by: str  # the rule's explanation
+    explained_by: list[str]  # rules that would explain it
+    missing: list[str]  # source kinds those rules read that the input lacks
+
+
+@dataclass(frozen=True)
+class FindingReport:
+    rule: str
+    category: str
+    role: str
+    title: str
+    count: int
+    first_seen: str | None
+    last_seen: str | None
+    evidence: list[Evidence]
+
+
+@dataclass(frozen=True)
+class SourceReport:
+    path: str
+    kind: str
+    layout: str | None
+    lines: int
+    unparsed: int
+    host: str | None = None
+    container: str | None = None
+    log_type: str | None = None
+    encoding: str | None = None
+    truncated: str | None = None
+    split_lines: int = 0
+
+
+@dataclass(frozen=True)
+class InputReport:
+    files: int
+    lines: int
+    lines_in_events: int
+    lines_unparsed: int
+    events: int
+    sources: list[SourceReport]
+
+    @property
+    def unreadable(self) -> list[SourceReport]:
+        """Sources mostly unparsed (or cut short): a diagnosis cannot rest on them, and the report says so."""
+        return [s for s in self.sources if s.truncated or (s.lines and s.unparsed > MOSTLY_UNPARSED * s.lines)]
+
+
+@dataclass(frozen=True)
+class Report:
+    input: InputReport
+    flink_version: str | None
+    flink_version_from: str
+    root_causes: list[RootCauseReport]
+    findings: list[FindingReport]
+    skipped: list[dict[str, str]]
+    timings: dict[str, float] = field(default_factory=dict)
+    work_dir: str | None = None  # only when kept
+    verdict: str = "no-failure"  # fallback.VERDICTS
+    unexplained_symptoms: list[UnexplainedSymptomReport] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The JSON contract."""
+        data = {
+            "schema": SCHEMA,
+            "verdict": self.verdict,
+            "input": {
+                **{k: v for k, v in asdict(self.input).items() if k != "sources"},
+                "sources": [_source_dict(s) for s in self.input.sources],
+                "unreadable": [s.path for s in self.input.unreadable],
+            },
+            "flink_version": {"version": self.flink_version, "from": self.flink_version_from},
+            "root_causes": [_root_dict(r) for r in self.root_causes],
+            "findings": [{**asdict(f), "evidence": [asdict(e) for e in f.evidence]} for f in self.findings],
+            "skipped": list(self.skipped),
+            "unexplained_symptoms": [
+                {**asdict(u), "evidence": [asdict(e) for e in u.evidence]} for u in self.unexplained_symptoms
+            ],
+        }
+        if self.timings:
+            data["timings"] = dict(self.timings)
+        if self.work_dir:
+            data["work_dir"] = self.work_dir
+        return data
+
+
+def _source_dict(source: SourceReport) -> dict:
+    data = asdict(source)
+    for optional in ("encoding", "truncated"):
+        if data[optional] is None:
+            del data[optional]
+    if not data["split_lines"]:
+        del data["split_lines"]
+    return data
+
+
+def _fix_dict(fix: Fix) -> dict:
+    data: dict = {"text": fix.text}
+    if fix.config:
+        data["config"] = dict(fix.config)
+    if fix.command:
+        data["command"] = fix.command
+    if fix.versions:
+        data["versions"] = fix.versions
+    if fix.for_rule:
+        data["for"] = fix.for_rule
+    return data
+
+
+def _root_dict(root: RootCauseReport) -> dict:
+    data = asdict(root)
+    data["evidence"] = [asdict(e) for e in root.evidence]
+    data["chain"] = [
+        {"rule": s.rule, "category": s.category, "role": s.role, "depth": s.depth, **asdict(s.evidence)}
+        for s in root.chain
+    ]
+    data["fix"] = [_fix_dict(f) for f in root.fix]
+    return data
 
 
 def iso(time: datetime | None) -> str | None:
@@ -38,36 +216,73 @@ def iso(time: datetime | None) -> str | None:
     return time.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _evidence(finding: Finding, paths: dict[int, str]) -> dict:
-    return {"file": paths[finding.sid], "line": finding.line, "time": iso(finding.time),
-            "text": redact(finding.text), "host": finding.host}
+def _evidence(finding: Finding, paths: dict[int, str]) -> Evidence:
+    return Evidence(
+        file=paths[finding.sid],
+        line=finding.line,
+        time=iso(finding.time),
+        text=mask(finding.text) or "",
+        host=finding.host,
+    )
 
 
 def _fill(template: str, values: dict) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), f"<{m.group(1)}>")), template)
 
 
+def command_line(template: str, values: dict) -> str | None:
+    """A fix command with the input's values shell-quoted; None when a value is not a plausible path or id
+    (then no command is printed at all: quoting alone would still hand the user a command to paste)."""
+    missing = object()
+
+    def value(m: re.Match) -> str:
+        found = values.get(m.group(1), missing)
+        if found is missing:
+            return f"<{m.group(1)}>"
+        if not PLAUSIBLE_ARGUMENT.fullmatch(str(found)):
+            raise ValueError(m.group(1))
+        return shlex.quote(str(found))
+
+    try:
+        return re.sub(r"\{(\w+)\}", value, template)
+    except ValueError:
+        return None
+
+
 def _fixes(rule: Rule, version: str | None, values: dict, aftermath_only: bool = False) -> list[dict]:
     fixes = []
     for fix in rule.fix:
-        if not matches(fix.get("versions"), version) or (aftermath_only and not fix.get("aftermath")):
+        if not fix.applies_to(version) or (aftermath_only and not fix.aftermath):
             continue
-        item = {"text": _fill(fix["text"], values)}
-        if fix.get("config"):
-            item["config"] = {k: _fill(str(v), values) for k, v in fix["config"].items()}
-        if fix.get("command"):
-            item["command"] = _fill(fix["command"], values)
-        if fix.get("versions"):
-            item["versions"] = fix["versions"]
+        item: dict[str, Any] = {"text": _fill(fix.text, values)}
+        if fix.config:
+            item["config"] = {k: _fill(str(v), values) for k, v in fix.config.items()}
+        command = command_line(fix.command, values) if fix.command else None
+        if command:
+            item["command"] = command
+        elif fix.command:
+            item["text"] += " (" + UNSAFE_COMMAND + ")"
+        if fix.versions:
+            item["versions"] = fix.versions
         if aftermath_only:
             item["for"] = rule.id
         fixes.append(item)
     return fixes
 
 
-def build_report(manifest: Manifest, counters: dict, findings: list[Finding], counts: dict[str, int],
-                 roots: list[RootCause], rules: dict[str, Rule], version: str | None, version_source: str,
-                 timings: dict | None = None) -> dict:
+def build_report(
+    manifest: Manifest,
+    counters: dict,
+    findings: list[Finding],
+    counts: dict[str, int],
+    roots: list[RootCause],
+    rules: dict[str, Rule],
+    version: str | None,
+    version_source: str,
+    timings: dict | None = None,
+    work_dir: str | None = None,
+    outcome: Outcome | None = None,
+) -> Report:
     paths = {s.id: s.path for s in manifest.sources}
     values: dict[str, str] = {}
     for finding in findings:  # captures of every finding fill placeholders such as {hdfs_file}
@@ -82,20 +297,29 @@ def build_report(manifest: Manifest, counters: dict, findings: list[Finding], co
         own = dict(values)
         for instance in root.instances:
             own.update({k: v for k, v in instance.captures.items() if v})
-        first = root.instances[0]
-        root_causes.append({
-            "rule": root.rule.id, "category": root.rule.category, "title": root.rule.title,
-            "confidence": root.confidence, "first_seen": iso(min((f.time for f in root.instances if f.time),
-                                                                 default=None)),
-            "host": first.host, "count": root.count,
-            "explanation": root.rule.explanation,
-            "evidence": [_evidence(f, paths) for f in root.instances[:EVIDENCE_PER_FINDING]],
-            "chain": [{"rule": rule.id, "category": rule.category, "role": rule.role, "depth": depth,
-                       **_evidence(instance, paths)} for rule, instance, depth in root.chain],
-            "fix": _fixes(root.rule, version, own) + [
-                fix for rule, _, _ in root.chain for fix in _fixes(rule, version, own, aftermath_only=True)],
-            "references": root.rule.references,
-        })
+        root_causes.append(
+            RootCauseReport(
+                rule=root.rule.id,
+                category=root.rule.category,
+                title=root.rule.title,
+                confidence=root.confidence,
+                first_seen=iso(min((f.time for f in root.instances if f.time), default=None)),
+                host=root.instances[0].host,
+                count=root.count,
+                explanation=root.rule.explanation,
+                evidence=[_evidence(f, paths) for f in root.instances[:EVIDENCE_PER_FINDING]],
+                chain=[
+                    ChainStep(rule.id, rule.category, rule.role, depth, _evidence(instance, paths))
+                    for rule, instance, depth in root.chain
+                ],
+                fix=[
+                    _as_fix(item)
+                    for item in _fixes(root.rule, version, own)
+                    + [fix for rule, _, _ in root.chain for fix in _fixes(rule, version, own, aftermath_only=True)]
+                ],
+                references=list(root.rule.references),
+            )
+        )
 
     by_rule: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -104,25 +328,61 @@ def build_report(manifest: Manifest, counters: dict, findings: list[Finding], co
     for rule_id, instances in sorted(by_rule.items(), key=lambda kv: (_first_time(kv[1]), kv[0])):
         rule = rules[rule_id]
         times = [f.time for f in instances if f.time]
-        finding_rows.append({
-            "rule": rule_id, "category": rule.category, "role": rule.role, "title": rule.title,
-            "count": counts.get(rule_id, len(instances)),
-            "first_seen": iso(min(times)) if times else None, "last_seen": iso(max(times)) if times else None,
-            "evidence": [_evidence(f, paths) for f in instances[:EVIDENCE_PER_FINDING]],
-        })
+        finding_rows.append(
+            FindingReport(
+                rule=rule_id,
+                category=rule.category,
+                role=rule.role,
+                title=rule.title,
+                count=counts.get(rule_id, len(instances)),
+                first_seen=iso(min(times)) if times else None,
+                last_seen=iso(max(times)) if times else None,
+                evidence=[_evidence(f, paths) for f in instances[:EVIDENCE_PER_FINDING]],
+            )
+        )
 
-    return {
-        "schema": SCHEMA,
-        "input": {**counters, "sources": [
-            {"path": s.path, "kind": s.kind, "layout": s.layout, "lines": s.lines, "unparsed": s.unparsed,
-             "host": s.host, "container": s.container, "log_type": s.log_type}
-            for s in manifest.sources if not s.derived]},
-        "flink_version": {"version": version, "from": version_source},
-        "root_causes": root_causes,
-        "findings": finding_rows,
-        "skipped": manifest.skipped,
-        **({"timings": timings} if timings else {}),
-    }
+    derived = outcome.derived if outcome else []
+    kinds = {s.kind for s in manifest.sources}
+    sources = [
+        SourceReport(
+            path=s.path,
+            kind=s.kind,
+            layout=s.layout,
+            lines=s.lines,
+            unparsed=s.unparsed,
+            host=s.host,
+            container=s.container,
+            log_type=s.log_type,
+            encoding=s.encoding,
+            truncated=s.truncated,
+            split_lines=s.split_lines,
+        )
+        for s in manifest.sources
+        if not s.derived
+    ]
+    return Report(
+        input=InputReport(**counters, sources=sources),
+        flink_version=version,
+        flink_version_from=version_source,
+        root_causes=root_causes + [_derived_root(cause, paths, kinds, rules) for cause in derived],
+        findings=finding_rows,
+        skipped=[{k: mask(str(v)) or "" for k, v in item.items()} for item in manifest.skipped],
+        timings=dict(timings or {}),
+        work_dir=work_dir,
+        verdict=outcome.verdict if outcome else ("known-cause" if root_causes else "no-failure"),
+        unexplained_symptoms=[_unexplained(u, paths) for u in (outcome.unexplained if outcome else [])],
+    )
+
+
+def _as_fix(item: dict) -> Fix:
+    """A filled fix, masked: its text and values come partly from the logs."""
+    return Fix(
+        text=mask(item["text"]) or "",
+        config={k: mask(str(v)) or "" for k, v in item.get("config", {}).items()},
+        command=mask(item.get("command")),
+        versions=item.get("versions"),
+        for_rule=item.get("for"),
+    )
 
 
 def _first_time(instances: list[Finding]) -> str:
@@ -130,58 +390,95 @@ def _first_time(instances: list[Finding]) -> str:
     return min(times).isoformat() if times else "9999"
 
 
-def render_json(report: dict) -> str:
-    return json.dumps(report, indent=2, ensure_ascii=False)
+DERIVED_RULE = "exception-chain"  # the `rule` of a root cause derived from a failure's exception chain
 
 
-def render_terminal(report: dict, console) -> None:
-    """The terminal view: root causes first, each with its chain, evidence and fix; then the other findings."""
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
+def _derived_root(
+    cause: DerivedCause, paths: dict[int, str], kinds: set[str], rules: dict[str, Rule]
+) -> RootCauseReport:
+    """A root cause read from the failure's own exception chain: the innermost exception is the cause, and the
+    words say that no known signature matched."""
+    failure, root, how = cause.finding, cause.root, cause.derivation
+    where = f"{paths[failure.sid]}:{root.line if root and root.line else failure.line}"
+    evidence = []
+    if root:
+        line, text = root.line or failure.line, mask(root.text) or ""
+        evidence.append(Evidence(paths[failure.sid], line, iso(failure.time), text, failure.host))
+    evidence += [_evidence(f, paths) for f in cause.instances if not (root and f is failure and f.line == root.line)]
+    if root:
+        short = root.cls.rsplit(".", 1)[-1] + (f": {root.message}" if root.message else "")
+        title = mask(short[:160]) or ""
+        thrown = f"{root.cls}: {root.message}" if root.message else root.cls
+        explanation = (
+            f"Derived from the exception chain, no known signature matched. The failure at {where} ends in "
+            f"{thrown}"
+            + (f", thrown at {how.frame}" if how.frame else "")
+            + ". "
+            + (f"This usually means {how.entry.about}. " if how.entry else "")
+            + f"The category comes from {HOW[how.tier]}."
+        )
+    else:
+        title = mask(f"Failure without an exception: {failure.text[:140]}") or ""
+        explanation = (
+            f"No known signature matched, and the failure at {where} carries no exception to derive a cause from, "
+            f"so its category is other."
+        )
+    return RootCauseReport(
+        rule=DERIVED_RULE,
+        category=how.category,
+        title=title,
+        confidence=cause.confidence,
+        first_seen=iso(min((f.time for f in cause.instances if f.time), default=None)),
+        host=failure.host,
+        count=len(cause.instances),
+        explanation=mask(explanation) or "",
+        evidence=evidence[:EVIDENCE_PER_FINDING],
+        chain=[
+            ChainStep(f.rule, rules[f.rule].category, rules[f.rule].role, 1, _evidence(f, paths)) for f in cause.trail
+        ],
+        fix=[Fix(text=mask(text) or "") for text in _derived_fixes(cause, where, kinds)],
+        references=[],
+        derived=True,
+    )
 
-    source = report["input"]
-    version = report["flink_version"]["version"] or "unknown (fixes for all versions shown)"
-    console.print(Text(f"flinkdoctor: {source['files']} files, {source['lines']:,} lines "
-                       f"({source['lines_unparsed']:,} unparsed), {source['events']:,} events; "
-                       f"Flink version {version}", style="dim"))
-    if not report["root_causes"]:
-        console.print(Panel("No root cause found: no rule that names a cause matched this bundle.",
-                            title="Diagnosis", border_style="green"))
-    for rank, root in enumerate(report["root_causes"], 1):
-        body = Text()
-        body.append(f"{root['title']}\n", style="bold")
-        body.append(f"category {root['category']}  rule {root['rule']}  confidence {root['confidence']:.2f}  "
-                    f"first seen {root['first_seen'] or 'unknown time'}  ({root['count']} times)\n\n")
-        body.append(" ".join(root["explanation"].split()) + "\n\n")  # the rule's line breaks are not the terminal's
-        body.append("Evidence\n", style="bold")
-        for ev in root["evidence"][:3]:
-            body.append(f"  {ev['file']}:{ev['line']}  {ev['time'] or ''}\n", style="cyan")
-            body.append(f"    {ev['text'][:300]}\n")
-        if root["chain"]:
-            body.append("\nChain of symptoms\n", style="bold")
-            for step in root["chain"]:
-                body.append(f"  {'  ' * (step['depth'] - 1)}-> {step['rule']} ({step['category']})  ", style="yellow")
-                body.append(f"{step['time'] or 'no time'}  {step['file']}:{step['line']}\n", style="cyan")
-                body.append(f"  {'  ' * (step['depth'] - 1)}     {step['text'][:200]}\n")
-        if root["fix"]:
-            body.append("\nFix\n", style="bold")
-            for fix in root["fix"]:
-                body.append(f"  * {fix['text']}\n")
-                for key, value in fix.get("config", {}).items():
-                    body.append(f"      {key}: {value}\n", style="green")
-                if fix.get("command"):
-                    body.append(f"      $ {fix['command']}\n", style="green")
-        body.append("\nReferences: " + ", ".join(root["references"]), style="dim")
-        console.print(Panel(body, title=f"Root cause #{rank}", border_style="red" if rank == 1 else "yellow"))
-    table = Table(title="All findings", show_lines=False)
-    for column in ("rule", "category", "role", "count", "first seen", "where"):
-        table.add_column(column)
-    for row in report["findings"]:
-        ev = row["evidence"][0] if row["evidence"] else {}
-        table.add_row(row["rule"], row["category"], row["role"], str(row["count"]), row["first_seen"] or "-",
-                      f"{ev.get('file')}:{ev.get('line')}")
-    if report["findings"]:
-        console.print(table)
-    if report["skipped"]:
-        console.print(Text(f"Skipped: {report['skipped']}", style="yellow"))
+
+def _derived_fixes(cause: DerivedCause, where: str, kinds: set[str]) -> list[str]:
+    """Generic next steps: where the chain ends, what the table says to look at, and which logs to add."""
+    root, how = cause.root, cause.derivation
+    fixes = []
+    if root:
+        thrown_at = f", thrown at {how.frame}" if how.frame else ""
+        fixes.append(f"Start from the root exception {root.cls} ({where}){thrown_at}.")
+    if how.entry and how.entry.next:
+        fixes.append(how.entry.next)
+    if "flink-jobmanager" not in kinds:
+        fixes.append(
+            "Add the JobManager log to the bundle: it records each failure with its whole exception chain and what "
+            "the restart strategy decided."
+        )
+    if "flink-taskmanager" not in kinds:
+        fixes.append(
+            "Add the log of the TaskManager that ran the failed task: the lines before its exception show what the "
+            "task was doing."
+        )
+    if cause.finding.time is None:
+        fixes.append(
+            "Give whole log files rather than excerpts: with times, flinkdoctor can link the failure to what happened "
+            "before it."
+        )
+    return fixes
+
+
+def _unexplained(item: Unexplained, paths: dict[int, str]) -> UnexplainedSymptomReport:
+    times = [f.time for f in item.instances if f.time]
+    return UnexplainedSymptomReport(
+        rule=item.rule.id,
+        category=item.rule.category,
+        title=item.rule.title,
+        count=item.count,
+        first_seen=iso(min(times)) if times else None,
+        evidence=[_evidence(f, paths) for f in item.instances[:EVIDENCE_PER_FINDING]],
+        usually_caused_by=" ".join(item.rule.explanation.split()),
+        explained_by=[rule.id for rule in item.causes],
+        missing=list(item.missing_kinds),
+    )

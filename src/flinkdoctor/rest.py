@@ -6,6 +6,7 @@ file. Walking the document generically (any object with a message field and a ti
 across the REST versions: `root-exception`/`all-exceptions` (old), `exceptionHistory.entries` (1.13+),
 checkpoint `history` entries with `failure_message`.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -29,8 +30,7 @@ def rest_events(document) -> list[tuple[int | None, str]]:
         if isinstance(node, dict):
             text = next((node[k] for k in MESSAGE_KEYS if isinstance(node.get(k), str) and node[k].strip()), None)
             if text:
-                when = next((node[k] for k in TIME_KEYS if isinstance(node.get(k), (int, float)) and node[k] > 0),
-                            None)
+                when = next((node[k] for k in TIME_KEYS if isinstance(node.get(k), (int, float)) and node[k] > 0), None)
                 key = (when, text)
                 if key not in seen:
                     seen.add(key)
@@ -50,8 +50,11 @@ def render(events: list[tuple[int | None, str]]) -> str:
     """The derived source's text, in the `rest-event` layout: '@<UTC time>Z <first line>' then the rest."""
     out = []
     for when, text in events:
-        stamp = datetime.fromtimestamp(when / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] \
-            if when else "0000-00-00T00:00:00.000"
+        stamp = (
+            datetime.fromtimestamp(when / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+            if when
+            else "0000-00-00T00:00:00.000"
+        )
         lines = text.replace("\r\n", "\n").split("\n")
         out.append(f"@{stamp}Z {lines[0]}")
         out.extend(line for line in lines[1:] if line.strip())

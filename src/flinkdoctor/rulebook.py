@@ -5,6 +5,7 @@ checked against schemas/rule.schema.json, whose closed vocabularies come from vo
 and then becomes frozen typed objects: the rest of flinkdoctor reads attributes, never YAML keys. The rule format
 (fields, relation sets, fixes per version range) is described in rules/README.md.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,13 +30,14 @@ RELATION_SETS = "relations.yaml"  # at the top of a folder of rules: named relat
 @dataclass(frozen=True)
 class Signature:
     """One way a rule matches an event: every regex given must match its field (Java regexes, run by Spark)."""
-    text: str | None = None       # the whole event, stack trace included
-    message: str | None = None    # the header line's message
+
+    text: str | None = None  # the whole event, stack trace included
+    message: str | None = None  # the header line's message
     logger: str | None = None
     exception: str | None = None  # any exception of the chain (the event's own and every Caused by)
     thread: str | None = None
-    level: tuple[str, ...] = ()   # one of these levels, when given
-    literal: str | None = None    # a substring every match holds, when the regexes imply none
+    level: tuple[str, ...] = ()  # one of these levels, when given
+    literal: str | None = None  # a substring every match holds, when the regexes imply none
 
     def regexes(self) -> tuple[tuple[str, str], ...]:
         """(field, regex) of each regex this signature sets, in MATCH_FIELDS order."""
@@ -45,6 +47,7 @@ class Signature:
 @dataclass(frozen=True)
 class Capture:
     """A named group of the rule's regexes whose value the finding carries."""
+
     name: str
     unit: str | None = None
 
@@ -52,6 +55,7 @@ class Capture:
 @dataclass(frozen=True)
 class Bound:
     """A numeric condition on a capture: the rule fires only when the value lies within."""
+
     gte: float | None = None
     lte: float | None = None
 
@@ -60,6 +64,7 @@ class Bound:
 class Relation:
     """This rule's findings can explain those of `rule` (or of any rule in `category`) in the same `scope`, when
     the effect falls between `before_ms` before the cause's onset and `after_ms` after its log time."""
+
     rule: str | None
     category: str | None
     scope: str
@@ -87,10 +92,11 @@ class Fix:
 @dataclass(frozen=True)
 class Case:
     """A real log excerpt the rule must match (`expect_match`) or must not (a near-miss)."""
+
     text: str
     expect_match: bool
-    source: str                # where the excerpt was taken from
-    kind: str | None = None    # the source kind to treat it as (default: the rule's first source, else ingest's)
+    source: str  # where the excerpt was taken from
+    kind: str | None = None  # the source kind to treat it as (default: the rule's first source, else ingest's)
     layout: str | None = None  # the layout to read it with (default: detected)
     line: int = field(default=0, compare=False)
 
@@ -142,8 +148,15 @@ def rule_schema() -> dict:
     """The rule schema with its closed vocabularies filled in from their one home."""
     full = dict(schema("rule"))
     full["$defs"] = dict(full["$defs"])
-    vocabularies = {"category": CATEGORIES, "role": ROLES, "sourceKind": SOURCE_KINDS, "level": LEVELS,
-                    "scope": SCOPES, "unit": UNITS, "layout": layout_ids()}
+    vocabularies = {
+        "category": CATEGORIES,
+        "role": ROLES,
+        "sourceKind": SOURCE_KINDS,
+        "level": LEVELS,
+        "scope": SCOPES,
+        "unit": UNITS,
+        "layout": layout_ids(),
+    }
     for name, values in vocabularies.items():
         full["$defs"][name] = {**full["$defs"][name], "enum": list(values)}
     return full
@@ -201,11 +214,12 @@ def load_rules(extra_dirs: Sequence[str | Path] = (), builtin: bool = True) -> l
 
 # -- relation sets -----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _RawSet:
-    items: list        # explains items as written (relations, set names, set references)
+    items: list  # explains items as written (relations, set names, set references)
     path: Path
-    node: object       # the YAML node of the set, for line numbers
+    node: object  # the YAML node of the set, for line numbers
 
 
 def _load_sets(path: Path, sets: dict[str, _RawSet], problems: list[str]) -> None:
@@ -218,8 +232,9 @@ def _load_sets(path: Path, sets: dict[str, _RawSet], problems: list[str]) -> Non
         return
     for name, body in data.items():
         if name in sets:
-            problems.append(f"{path}:{line_of(node, [name])}: relation set {name!r} is already defined in "
-                            f"{sets[name].path}")
+            problems.append(
+                f"{path}:{line_of(node, [name])}: relation set {name!r} is already defined in {sets[name].path}"
+            )
         sets[name] = _RawSet(body["relations"], path, node)
 
 
@@ -238,37 +253,53 @@ class _Expander:
         targets: dict[tuple[str, str], Relation] = {}
         for rel in kept:
             if rel.target in targets:
-                self.problems.append(f"{rel.origin}: explains {rel.target[0]} {rel.target[1]!r} twice (also at "
-                                     f"{targets[rel.target].origin})")
+                self.problems.append(
+                    f"{rel.origin}: explains {rel.target[0]} {rel.target[1]!r} twice (also at "
+                    f"{targets[rel.target].origin})"
+                )
             targets[rel.target] = rel
         return tuple(kept)
 
-    def _items(self, items: list, path: Path, node, where: list, override: dict, chain: tuple) \
-            -> list[tuple[Relation, bool]]:
+    def _items(
+        self, items: list, path: Path, node, where: list, override: dict, chain: tuple
+    ) -> list[tuple[Relation, bool]]:
         out: list[tuple[Relation, bool]] = []
         for i, item in enumerate(items):
             origin = f"{path}:{line_of(node, [*where, i])}"
             if isinstance(item, dict) and "set" not in item:
                 values = {**self.defaults, **item, **override}
-                out.append((Relation(item.get("rule"), item.get("category"), values["scope"],
-                                     duration_ms(values["before"]), duration_ms(values["after"]), origin),
-                            bool(chain)))
+                out.append(
+                    (
+                        Relation(
+                            item.get("rule"),
+                            item.get("category"),
+                            values["scope"],
+                            duration_ms(values["before"]),
+                            duration_ms(values["after"]),
+                            origin,
+                        ),
+                        bool(chain),
+                    )
+                )
                 continue
             name = item if isinstance(item, str) else item["set"]
             if name in chain:
                 self.problems.append(f"{origin}: relation set {name!r} includes itself ({' -> '.join(chain)})")
             elif name not in self.sets:
-                self.problems.append(f"{origin}: unknown relation set {name!r} (sets: "
-                                     f"{', '.join(sorted(self.sets)) or 'none'})")
+                self.problems.append(
+                    f"{origin}: unknown relation set {name!r} (sets: {', '.join(sorted(self.sets)) or 'none'})"
+                )
             else:
                 inner = {k: v for k, v in item.items() if k != "set"} if isinstance(item, dict) else {}
                 raw = self.sets[name]
-                out += self._items(raw.items, raw.path, raw.node, [name, "relations"], {**inner, **override},
-                                   (*chain, name))
+                out += self._items(
+                    raw.items, raw.path, raw.node, [name, "relations"], {**inner, **override}, (*chain, name)
+                )
         return out
 
 
 # -- one rule file ------------------------------------------------------------------------------------------------
+
 
 def _load_file(path: Path, expander: _Expander, problems: list[str]) -> Rule | None:
     data, node = read_yaml(path, path.read_text("utf-8"), problems)
@@ -298,17 +329,35 @@ def _load_file(path: Path, expander: _Expander, problems: list[str]) -> Rule | N
         return None
     top = rule_schema()["properties"]
     return Rule(
-        id=data["id"], title=data["title"], category=data["category"], role=data["role"],
+        id=data["id"],
+        title=data["title"],
+        category=data["category"],
+        role=data["role"],
         signatures=tuple(Signature(**{**sig, "level": tuple(sig.get("level", ()))}) for sig in data["match"]),
-        explanation=data["explanation"].strip(), references=tuple(data["references"]), path=str(path),
-        sources=tuple(data.get("sources", ())), priority=data.get("priority", top["priority"]["default"]),
+        explanation=data["explanation"].strip(),
+        references=tuple(data["references"]),
+        path=str(path),
+        sources=tuple(data.get("sources", ())),
+        priority=data.get("priority", top["priority"]["default"]),
         confidence=data.get("confidence", top["confidence"]["default"]),
         captures={name: Capture(name, spec.get("unit")) for name, spec in data.get("captures", {}).items()},
         where={name: Bound(b.get("gte"), b.get("lte")) for name, b in data.get("where", {}).items()},
-        onset=data.get("onset"), explains=explains, fix=_fixes(data.get("fix", [])),
-        cases=tuple(Case(c.get("match", c.get("no_match")), "match" in c, c["source"], c.get("kind"),
-                         c.get("layout"), line_of(node, ["cases", i])) for i, c in enumerate(data["cases"])),
-        gap=data.get("gap"), versions=data.get("versions"),
+        onset=data.get("onset"),
+        explains=explains,
+        fix=_fixes(data.get("fix", [])),
+        cases=tuple(
+            Case(
+                c.get("match", c.get("no_match")),
+                "match" in c,
+                c["source"],
+                c.get("kind"),
+                c.get("layout"),
+                line_of(node, ["cases", i]),
+            )
+            for i, c in enumerate(data["cases"])
+        ),
+        gap=data.get("gap"),
+        versions=data.get("versions"),
     )
 
 
@@ -338,8 +387,10 @@ def _check_regexes(path: Path, node, data: dict, problems: list[str]) -> None:
                 problems.append(f"{where}: {sig[key]!r} matches an empty message")
             danger = nested_quantifier(sig[key])
             if danger:
-                problems.append(f"{where}: {sig[key]!r} can backtrack catastrophically: {danger}; make the inner "
-                                "quantifier possessive (\\w++) or the repeated part unambiguous")
+                problems.append(
+                    f"{where}: {sig[key]!r} can backtrack catastrophically: {danger}; make the inner "
+                    "quantifier possessive (\\w++) or the repeated part unambiguous"
+                )
             for name in regex.groupindex:
                 if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9]*", name):
                     problems.append(f"{where}: capture {name!r}: Java group names are letters and digits only")

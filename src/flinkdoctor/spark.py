@@ -1,4 +1,5 @@
 """The one SparkSession flinkdoctor uses: local[*] unless spark-submit or --master says otherwise."""
+
 from __future__ import annotations
 
 import os
@@ -48,6 +49,7 @@ def whole_stage_codegen(spark, enabled: bool):
 
 def _python() -> str:
     import sys
+
     return sys.executable
 
 

@@ -3,6 +3,7 @@ and say what is wrong as `file:line: where: reason`, every problem at once.
 
 Past this edge the data is turned into frozen typed objects (rulebook.Rule, layouts.Layout) and trusted.
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ version is read leniently: its leading release numbers count ('1.20+' from confi
 is 1.20), and a version that shows none is unknown. An unknown version satisfies every specifier, so the report
 shows every fix rather than none.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,10 +16,13 @@ from packaging.version import Version
 
 # Configuration keys that only exist from a version on: their presence in the user's config dates it.
 KEYS_SINCE = (
-    ("execution.checkpointing.dir", "1.20"), ("execution.checkpointing.storage", "1.20"),
-    ("state.backend.type", "1.17"), ("high-availability.type", "1.17"),
+    ("execution.checkpointing.dir", "1.20"),
+    ("execution.checkpointing.storage", "1.20"),
+    ("state.backend.type", "1.17"),
+    ("high-availability.type", "1.17"),
     ("high-availability.zookeeper.client.tolerate-suspended-connections", "1.14"),
-    ("state.checkpoint-storage", "1.13"), ("taskmanager.memory.process.size", "1.10"),
+    ("state.checkpoint-storage", "1.13"),
+    ("taskmanager.memory.process.size", "1.10"),
 )
 RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)")
 

@@ -1,0 +1,49 @@
+"""flinkdoctor: the root cause of an Apache Flink incident, from its logs, on PySpark.
+
+The public API is small::
+
+    import flinkdoctor
+    report = flinkdoctor.diagnose(["incident.tar.gz"])   # a Report; report.to_dict() is the JSON contract
+    print(flinkdoctor.render_json(report))
+
+Errors are `flinkdoctor.FlinkdoctorError` subclasses (errors.py draws the tree and the exit code of each).
+Imports stay light: Spark starts only when `diagnose` runs.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .errors import FlinkdoctorError, InputError, RuleError, UsageError, WorkDirError
+from .report import Report
+
+try:
+    __version__ = version("flinkdoctor")
+except PackageNotFoundError:  # run from a source tree that was not installed
+    __version__ = "0+unknown"
+
+
+def diagnose(paths, **options) -> Report:
+    """Diagnose a bundle (folders, archives, files); see flinkdoctor.pipeline.diagnose for the options."""
+    from .pipeline import diagnose as run
+
+    return run(list(paths), **options)
+
+
+def render_json(report: Report) -> str:
+    from .views import render_json as render
+
+    return render(report)
+
+
+__all__ = [
+    "FlinkdoctorError",
+    "InputError",
+    "Report",
+    "RuleError",
+    "UsageError",
+    "WorkDirError",
+    "__version__",
+    "diagnose",
+    "render_json",
+]

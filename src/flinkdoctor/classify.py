@@ -1,0 +1,146 @@
+"""What a source is: its kind from its content first and its name second; REST JSON and Flink configuration
+read as documents. Layouts (how to read a line) are layouts.py's business; this module never reads past a
+source's head.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+HEAD_BYTES = 256 * 1024
+MAX_JSON_BYTES = 64 * 1024 * 1024
+CONFIG_NAMES = ("flink-conf.yaml", "config.yaml")
+
+# Content markers per source kind: a marker that occurs in a source's first lines votes for its kind.
+KIND_MARKERS: dict[str, tuple[str, ...]] = {
+    "flink-jobmanager": (
+        "ClusterEntrypoint",
+        "JobMaster",
+        "CheckpointCoordinator",
+        "Dispatcher",
+        "ResourceManager",
+        "ExecutionGraph",
+        "CompletedCheckpointStore",
+        "JobManagerRunner",
+        "CheckpointFailureManager",
+        "StandaloneResourceManager",
+    ),
+    "flink-taskmanager": (
+        "TaskExecutor",
+        "TaskManagerRunner",
+        "org.apache.flink.runtime.taskmanager.Task",
+        "StreamTask",
+        "TaskSlotTable",
+        "BucketingSink",
+        "AsyncCheckpointRunnable",
+    ),
+    "flink-client": ("CliFrontend", "org.apache.flink.client.", "RestClusterClient"),
+    "zookeeper": (
+        "org.apache.zookeeper.server",
+        "QuorumPeer",
+        "ZooKeeperServer",
+        "FastLeaderElection",
+        "NIOServerCnxn",
+        "QuorumCnxManager",
+    ),
+    "hdfs-namenode": ("hdfs.server.namenode", "FSNamesystem", "NameNode", "BlockStateChange"),
+    "hdfs-datanode": ("hdfs.server.datanode", "DataNode", "DirectoryScanner", "BlockReceiver"),
+    "yarn-nodemanager": ("yarn.server.nodemanager", "ContainersMonitorImpl", "NodeStatusUpdater"),
+    "kubernetes": ("OOMKilled", "kubelet", "Back-off restarting failed container", "Liveness probe"),
+    "hdfs-fsck": ("FSCK started", "OPENFORWRITE", "Status: HEALTHY", "Status: CORRUPT"),
+}
+NAME_HINTS: tuple[tuple[str, str], ...] = (
+    ("jobmanager", "flink-jobmanager"),
+    ("taskmanager", "flink-taskmanager"),
+    ("taskexecutor", "flink-taskmanager"),
+    ("standalonesession", "flink-jobmanager"),
+    ("client", "flink-client"),
+    ("zookeeper", "zookeeper"),
+    ("namenode", "hdfs-namenode"),
+    ("datanode", "hdfs-datanode"),
+    ("nodemanager", "yarn-nodemanager"),
+    ("dmesg", "kernel"),
+    ("kern", "kernel"),
+    ("messages", "kernel"),
+    ("syslog", "kernel"),
+    ("fsck", "hdfs-fsck"),
+)
+
+
+def structured(path: Path, name: str, head: bytes, compressed: bool):
+    """(kind, document, lines) for REST JSON and Flink configuration files, else None."""
+    stripped = head.lstrip()
+    if name.endswith(".json") or stripped[:1] in (b"{", b"["):
+        size = path.stat().st_size
+        if compressed or size > MAX_JSON_BYTES:
+            return None
+        data = head if size <= len(head) else path.read_bytes()
+        try:
+            document = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None  # not JSON after all (a log line starting with '{'): read it as text
+        return "flink-rest-json", document, _count_lines(data)
+    looks_config = (
+        name in CONFIG_NAMES
+        or name.endswith((".yaml", ".yml", ".properties"))
+        and re.search(rb"^(jobmanager|taskmanager|state|execution|high-availability|rest|parallelism)\.", head, re.M)
+        is not None
+    )
+    if looks_config and len(head) < HEAD_BYTES and not compressed:
+        try:
+            document = yaml.safe_load(head.decode("utf-8"))
+        except (UnicodeDecodeError, yaml.YAMLError):
+            document = _flat_config(head.decode("utf-8", "replace"))
+        if isinstance(document, dict):
+            return "flink-config", flatten_config(document), _count_lines(head)
+    return None
+
+
+def _count_lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _flat_config(text: str) -> dict:
+    """Flink's own flat 'key: value' reader, for flink-conf.yaml files that are not valid YAML."""
+    config = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if ":" in line:
+            key, value = line.split(":", 1)
+            config[key.strip()] = value.strip()
+    return config
+
+
+def flatten_config(document: dict, prefix: str = "") -> dict:
+    """Nested YAML (Flink 2.x config.yaml) as the flat dotted keys of flink-conf.yaml."""
+    flat = {}
+    for key, value in document.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_config(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def classify(name: str, text: str, layout: str) -> str:
+    """Source kind from content first (marker votes), the file name second."""
+    if layout in ("dmesg", "dmesg-human") or (layout == "syslog" and " kernel: " in text):
+        return "kernel"
+    if layout == "zookeeper-server":
+        return "zookeeper"
+    votes = {kind: sum(text.count(marker) for marker in markers) for kind, markers in KIND_MARKERS.items()}
+    if "flink" not in text.lower():  # ResourceManager, JobMaster, ... are Hadoop words too
+        for kind in ("flink-jobmanager", "flink-taskmanager", "flink-client"):
+            votes[kind] = 0
+    for hint, kind in NAME_HINTS:
+        if hint in name:
+            votes[kind] = votes.get(kind, 0) + 3
+    if layout == "syslog":
+        votes["kernel"] = votes.get("kernel", 0) + 1
+    kind, score = max(votes.items(), key=lambda item: item[1])
+    return kind if score > 0 else "unknown"

@@ -1,0 +1,122 @@
+"""The pipeline, as one straight line: ingest -> events -> findings -> diagnosis -> report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .correlate import correlate
+from .events import build_events
+from .fallback import fallback
+from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
+from .match import collect_findings, keep_applicable
+from .options import check_flink_version, check_timezone, check_year
+from .prefilter import build_prefilter
+from .report import Report, build_report
+from .rulebook import Rule, load_rules
+from .spark import whole_stage_codegen
+from .versions import detect
+from .workdir import WorkDir
+
+
+def diagnose(
+    paths: list[str | Path],
+    *,
+    spark=None,
+    work_dir: str | Path | None = None,
+    keep_work_dir: bool = False,
+    timezone: str = "UTC",
+    year: int | None = None,
+    rules_dirs: Sequence[str | Path] = (),
+    flink_version: str | None = None,
+    max_unpacked: int = DEFAULT_MAX_UNPACKED,
+    rules: list[Rule] | None = None,
+) -> Report:
+    """Diagnose a bundle and return the report model.
+
+    Raises UsageError for bad options, rules or a work dir that is not flinkdoctor's own, and InputError when
+    nothing can be read; all of them before Spark starts. Everything written under the work dir is removed
+    afterwards unless `keep_work_dir`.
+    """
+    timezone, year = check_timezone(timezone), check_year(year)
+    flink_version = check_flink_version(flink_version)
+    rules = rules if rules is not None else load_rules(rules_dirs)  # a bad rule fails here, before Spark starts
+    with WorkDir(work_dir, keep=keep_work_dir) as work:
+        return _run(paths, spark, work, timezone, year, flink_version, max_unpacked, rules)
+
+
+def _run(
+    paths,
+    spark,
+    work: WorkDir,
+    timezone: str,
+    year: int | None,
+    flink_version: str | None,
+    max_unpacked: int,
+    rules: list[Rule],
+) -> Report:
+    timings = {}
+    started = time.perf_counter()
+    manifest = ingest(paths, work.path, year=year, max_unpacked=max_unpacked)
+    timings["ingest_s"] = round(time.perf_counter() - started, 3)
+
+    if spark is None:
+        from .spark import spark_session
+
+        spark = spark_session()
+    timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
+
+    events = build_events(spark, manifest, work.path, build_prefilter(rules), timezone=timezone)
+    timings["events_s"] = round(time.perf_counter() - started, 3)
+
+    with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
+        findings, counts = collect_findings(spark.read.parquet(events.path), rules, events.blocks, manifest)
+    timings["findings_s"] = round(time.perf_counter() - started, 3)
+
+    by_id = {rule.id: rule for rule in rules}
+    version, version_source = (
+        (flink_version, "option")
+        if flink_version
+        else detect(
+            [f.captures["version"] for f in findings if f.rule == "flink-version" and f.captures.get("version")],
+            [s.document for s in manifest.sources if s.kind == "flink-config" and isinstance(s.document, dict)],
+            [s.document for s in manifest.sources if s.kind == "flink-rest-json"],
+        )
+    )
+    findings, counts = keep_applicable(findings, counts, by_id, version)  # rules limited to other versions
+    roots = correlate(findings, counts, by_id)
+    outcome = fallback(findings, counts, roots, by_id, {s.kind for s in manifest.sources})  # a failure is never healthy
+    timings["total_s"] = round(time.perf_counter() - started, 3)
+    return build_report(
+        manifest,
+        counters(manifest, events.stats),
+        findings,
+        counts,
+        roots,
+        by_id,
+        version,
+        version_source,
+        timings,
+        work_dir=str(work.path) if work.keep else None,
+        outcome=outcome,
+    )
+
+
+def counters(manifest: Manifest, stats: dict) -> dict:
+    """input.* counters; every line is in an event or unparsed, for text and structured sources alike."""
+    lines = in_events = unparsed = 0
+    events = stats.get("events", 0)
+    for source in manifest.sources:
+        if source.derived:
+            continue  # its lines are the JSON document's, counted there
+        if source.staged:
+            s = stats.get(source.id, {"lines": 0, "unparsed": 0})
+            source.lines, source.unparsed = s["lines"], s["unparsed"]
+        else:
+            events += 1 if source.lines else 0  # a JSON document, a config file, a YARN log's framing
+        lines += source.lines
+        unparsed += source.unparsed
+        in_events += source.lines - source.unparsed
+    files = len({s.path for s in manifest.sources if not s.derived})
+    return {"files": files, "lines": lines, "lines_in_events": in_events, "lines_unparsed": unparsed, "events": events}

@@ -1,0 +1,169 @@
+"""Property-based tests (hypothesis) of the pieces that read hostile text: layout detection, YARN splitting, secret
+masking and terminal inertness. No Spark here: these run in milliseconds per example."""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from conftest import DATA
+from flinkdoctor import yarn
+from flinkdoctor.inert import inert, is_inert
+from flinkdoctor.layouts import detect_layout, load_layouts
+from flinkdoctor.masking import mask
+
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+LAYOUT_IDS = {layout.id for layout in load_layouts()}
+REAL_LINES = {  # real first lines of each layout, from the seeds and the lab
+    "flink-log4j2": (DATA / "seeds" / "000" / "jobmanager.log"),
+    "seed-custom-log4j1": (DATA / "seeds" / "003" / "jobmanager.log"),
+    "syslog": (DATA / "seeds" / "003" / "messages"),
+}
+
+
+@FAST
+@given(st.lists(st.text(max_size=200), max_size=50))
+def test_layout_detection_never_fails_and_names_a_known_layout(lines):
+    assert detect_layout(lines) in LAYOUT_IDS | {"plain"}
+
+
+@FAST
+@given(st.data())
+def test_a_layout_wins_over_noise_it_outnumbers(data):
+    layout = data.draw(st.sampled_from(sorted(REAL_LINES)))
+    real = [line for line in REAL_LINES[layout].read_text(errors="replace").splitlines() if line.strip()]
+    headers = [line for line in real if re.match(r"^(\d{4}-|\[[A-Z]|[A-Z][a-z]{2} )", line)]
+    chosen = data.draw(st.lists(st.sampled_from(headers), min_size=5, max_size=20))
+    noise = data.draw(st.lists(st.text(alphabet=string.ascii_letters + " \t.:", max_size=80), max_size=len(chosen) - 1))
+    mixed = data.draw(st.permutations(chosen + noise))
+    assert detect_layout(list(mixed)) == detect_layout(chosen)
+
+
+def _aggregated(parts: list[tuple[str, str, bytes]], hadoop3: bool) -> bytes:
+    out = b""
+    for n, (container, logtype, content) in enumerate(parts):
+        name = f"container_1550743644028_2661_03_{n + 1:06d}"
+        if hadoop3:
+            out += (
+                f"Container: {name} on host-{container}_45454\nLogAggregationType: AGGREGATED\n"
+                f"{'=' * 68}\nLogType:{logtype}\nLogLastModifiedTime:Tue Apr 23 17:40:00 +0800 2019\n"
+                f"LogLength:{len(content)}\nLogContents:\n"
+            ).encode()
+            out += content + f"\nEnd of LogType:{logtype}\n{'*' * 88}\n\n".encode()
+        else:
+            out += (
+                (
+                    f"Container: {name} on host-{container}_45454\n{'=' * 68}\nLogType:{logtype}\n"
+                    f"Log Upload Time:Tue Apr 23 17:40:00 +0800 2019\nLogLength:{len(content)}\n"
+                    f"Log Contents:\n"
+                ).encode()
+                + content
+                + b"\n"
+            )
+    return out
+
+
+PART = st.tuples(
+    st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=8),
+    st.sampled_from(["jobmanager.log", "taskmanager.log", "taskmanager.out", "gc.log"]),
+    st.binary(max_size=2000),
+)
+
+
+@FAST
+@given(st.lists(PART, min_size=1, max_size=6), st.booleans())
+def test_yarn_split_gives_back_every_part_and_counts_every_line(tmp_path_factory, parts, hadoop3):
+    folder = tmp_path_factory.mktemp("yarn")
+    data = _aggregated(parts, hadoop3)
+    path = folder / "application.log"
+    path.write_bytes(data)
+    written: list[tuple[yarn.YarnPart, Path]] = []
+
+    def destination(part):
+        target = folder / f"part-{len(written)}"
+        written.append((part, target))
+        return target
+
+    framing = yarn.split(path, destination)
+    assert [target.read_bytes() for _, target in written] == [content for _, _, content in parts]
+    assert [part.log_type for part, _ in written] == [logtype for _, logtype, _ in parts]
+    lines_in_parts = sum(target.read_bytes().count(b"\n") for _, target in written)
+    assert framing + lines_in_parts == data.count(b"\n")
+    all_lines = data.split(b"\n")
+    for (part, _), (_, _, content) in zip(written, parts, strict=True):  # each part starts right after its framing
+        if content:
+            first = content.split(b"\n")[0]
+            assert all_lines[part.start_line] == first
+
+
+SECRET = st.text(alphabet=string.ascii_letters + string.digits + "!#%^*-_+=/", min_size=6, max_size=40).filter(
+    lambda s: not s.startswith(("-", "*"))
+)
+KEY = st.sampled_from(
+    [
+        "password",
+        "s3.secret-key",
+        "ssl.truststore.password",
+        "sasl.jaas.config",
+        "api-key",
+        "fs.azure.account.key.acct.blob.core.windows.net",
+        "AWS_SECRET_ACCESS_KEY",
+        "accessToken",
+        "security.kerberos.token",
+        "basic-auth",
+        "client.secret",
+    ]
+)
+FORMAT = st.sampled_from(
+    ["{k}={v}", "{k}: {v}", '{k}="{v}"', '"{k}": "{v}"', "{k} = '{v}'", "Loading configuration property: {k}, {v}"]
+)
+
+
+@FAST
+@given(KEY, SECRET, FORMAT, st.text(alphabet=string.ascii_letters + " .:[]-", max_size=60))
+def test_a_sensitive_value_never_survives_masking(key, secret, layout, prefix):
+    assume(secret not in prefix + key + layout)
+    line = prefix + " " + layout.format(k=key, v=secret)
+    assert secret not in mask(line)
+
+
+@FAST
+@given(
+    st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=12),
+    SECRET.filter(lambda s: "/" not in s),  # a raw '/' ends a URL's authority: RFC 3986 percent-encodes it
+    st.sampled_from(["jdbc:postgresql", "https", "mongodb", "redis", "s3a"]),
+)
+def test_url_user_info_password_is_masked(user, secret, scheme):
+    assume(secret not in f"{scheme}://{user}:@db.internal:5432/x")
+    line = f"connecting to {scheme}://{user}:{secret}@db.internal:5432/x"
+    masked = mask(line)
+    assert secret not in masked and f"{user}:" in masked
+
+
+@FAST
+@given(st.text(max_size=300))
+def test_masking_is_idempotent_and_never_fails(text):
+    once = mask(text)
+    assert mask(once) == once
+
+
+@FAST
+@given(st.text(max_size=300))
+def test_inert_text_holds_nothing_a_terminal_acts_on(text):
+    shown = inert(text)
+    assert is_inert(shown) and "\n" not in shown
+    assert inert(shown) == shown  # already inert text is left alone
+
+
+def test_masking_stays_linear_on_a_long_hostile_line():
+    """The JVM runs the same patterns over kept events; one quadratic pattern stalled a 1 MiB line for minutes."""
+    import time
+
+    for line in ("y" * (1 << 20), "x://" * (1 << 18), "aB" * (1 << 19), "a:" * (1 << 19)):
+        started = time.perf_counter()
+        mask(line)
+        assert time.perf_counter() - started < 3, line[:10]
