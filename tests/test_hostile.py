@@ -177,10 +177,11 @@ def test_terminal_view_shows_input_inert(hostile):
 
 
 def test_json_view_is_exact_and_valid(hostile):
-    report = json.loads(hostile["views"]["json"])
-    texts = [ev["text"] for f in report["findings"] for ev in f["evidence"]]
-    assert all("\x9b" not in t for t in texts)
-    assert "\x1b" not in hostile["views"]["json"]  # escaped as \u001b by JSON itself
+    raw = hostile["views"]["json"]
+    report = json.loads(raw)
+    texts = [ev["text"] for root in report["root_causes"] for ev in root["evidence"]]
+    assert any(ESCAPES in text for text in texts)  # the planted sequences, exact once parsed
+    assert not any(ch in raw for ch in "\x1b\x07\x9b\u202e")  # and never raw in what reaches a terminal
 
 
 # -- the work dir ------------------------------------------------------------------------------------------------

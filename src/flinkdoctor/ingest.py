@@ -112,14 +112,14 @@ class _Walker:
                 self.add_archive(path, display)
                 return
             display = display or path.name
-            head = _head(path)
+            head, compressed = _head(path)
         except (OSError, EOFError, zlib.error) as err:
             self.skip(display or path.name, f"cannot read: {getattr(err, 'strerror', None) or err}")
             return
         if yarn.looks_aggregated(head):
             self.split_yarn(path, display)
         else:
-            self.add_text(path, display, head, compressed=_is_gzip(path))
+            self.add_text(path, display, head, compressed=compressed)
 
     def add_archive(self, path: Path, display: str) -> None:
         """Unpack and walk an archive; an unsafe or oversized one is skipped whole, with nothing left behind."""
@@ -243,25 +243,19 @@ class _Walker:
         self.sources.append(derived)
 
 
-def _is_gzip(path: Path) -> bool:
+def _head(path: Path) -> tuple[bytes, bool]:
+    """(the first bytes of a file, whether it is gzip), decompressed when it is (a cut stream gives what it has)."""
     with open(path, "rb") as handle:
-        return handle.read(2) == b"\x1f\x8b"
-
-
-def _head(path: Path) -> bytes:
-    """The first bytes of a file, decompressed when it is gzip (a cut stream gives what it has)."""
-    if not _is_gzip(path):
-        with open(path, "rb") as handle:
-            return handle.read(HEAD_BYTES)
-    with gzip.open(path, "rb") as handle:
+        raw = handle.read(HEAD_BYTES)
+    if not raw.startswith(b"\x1f\x8b"):
+        return raw, False
+    with gzip.open(path, "rb") as stream:
         try:
-            return handle.read(HEAD_BYTES)
+            return stream.read(HEAD_BYTES), True
         except (EOFError, zlib.error, OSError):
             pass
     # a stream cut within the head: decompress what there is
-    decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
-    with open(path, "rb") as handle:
-        return decompressor.decompress(handle.read(HEAD_BYTES), HEAD_BYTES)
+    return zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(raw, HEAD_BYTES), True
 
 
 def ingest(

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .classify import HEAD_BYTES  # what classification reads of a staged file
 from .errors import InputError
 
 MAX_LINE_BYTES = 1024 * 1024  # longer lines are split into rows of this many bytes
-HEAD_BYTES = 256 * 1024  # what classification reads of a staged file (classify.HEAD_BYTES)
 CHUNK = 8 * 1024 * 1024
 PIECE = b"\x00"  # first byte of every row that continues an over-long line
 ESCAPE = b"\x01"  # put before a copied line that starts with PIECE
