@@ -102,7 +102,12 @@ def _first(items) -> set[int] | None:  # noqa: C901 (one case per node kind)
             return _first(list(av[3]))
         if op is sre.BRANCH:
             sets = [_first(list(branch)) for branch in av[1]]
-            return None if any(s is None for s in sets) else set().union(*sets)
+            union: set[int] = set()
+            for one in sets:
+                if one is None:
+                    return None
+                union |= one
+            return union
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and av[0] >= 1:
             return _first(list(av[2]))
         return None

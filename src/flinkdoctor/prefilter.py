@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from typing import Any
 
 from .regexes import parse, sre
 from .rulebook import Rule, Signature
@@ -144,7 +145,7 @@ def _hits(prefilter: Prefilter, text):
     return event[counts], literal[counts]
 
 
-def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, object]:
+def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, Any]:
     """Per rare literal id, the (numpy, unique) events holding it. The events are byte spans of the numpy uint8
     `data` starting at `begin` (in order, back to back, the last to the end of `data`). A literal
     that only counts in an event's first line must end by `first_line_end`. A superset: `exact_signatures`
@@ -152,7 +153,7 @@ def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, ob
     import numpy as np
 
     rare = sorted({i for i in prefilter.rare if i >= 0})
-    found: dict[int, object] = {}
+    found: dict[int, Any] = {}
     if not len(begin) or not rare:
         return found
     database = _database(tuple(prefilter.literals[i] for i in rare)) if rare else None
@@ -192,8 +193,8 @@ def exact_signatures(prefilter: Prefilter, found: dict, rows, text):
     import pyarrow.compute as pc
 
     pairs_row, pairs_sig = [], []
-    heads = []
-    whole: dict[int, object] = {}  # literal id -> bool per row, for literals tested on most rows
+    heads: list[Any] = []
+    whole: dict[int, Any] = {}  # literal id -> bool per row, for literals tested on most rows
 
     def present(literal: int, at):
         if prefilter.header_only[literal] and not heads:
