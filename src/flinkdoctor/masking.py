@@ -78,6 +78,20 @@ MASKS: tuple[tuple[str, str], ...] = (
     # AWS access key ids anywhere
     (r"\b((?:AKIA|ASIA)[0-9A-Z]{16})\b", MASK),
 )
+# Every mask above needs one of these in its match, in any case: text without any of them is left as it is, and
+# the Spark tasks flag the events that hold one, so the JVM runs the masks only on those (a few % of stack traces).
+TRIGGERS: tuple[str, ...] = (
+    *_WORDS,
+    "privatekey",
+    "private key-----",
+    "configuration property: ",
+    "authorization",
+    "bearer",
+    "://",
+    "akia",
+    "asia",
+)
+TRIGGER_RE2 = "(?i)" + "|".join(re.escape(word) for word in TRIGGERS)
 _COMPILED = tuple((re.compile(pattern), replacement) for pattern, replacement in MASKS)
 
 

@@ -24,6 +24,7 @@ from functools import cache
 
 from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_test
 from .layouts import layout_by_id
+from .masking import TRIGGER_RE2
 from .prefilter import Prefilter, exact_signatures, rare_hits
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
@@ -34,7 +35,7 @@ OUT_EVENTS = 20_000  # events per Arrow batch handed to Spark
 
 OUTPUT_SCHEMA = (
     "sid int, block long, first_rel long, last_rel long, orphan boolean, split boolean, sigs array<int>, "
-    "text string, stat boolean, lines long, unparsed long, events long"
+    "text string, mask boolean, stat boolean, lines long, unparsed long, events long"
 )
 
 
@@ -165,6 +166,7 @@ class _Events:
                 pa.array(self.piece[first]),
                 sigs,
                 text,
+                pc.match_substring_regex(text, TRIGGER_RE2),  # could hold a secret: the JVM masks it
                 pa.array(np.zeros(n, dtype=bool)),
                 *[pa.nulls(n, pa.int64())] * 3,
             ],
@@ -251,6 +253,7 @@ def _schema():
             ("split", pa.bool_()),
             ("sigs", pa.list_(pa.int32())),
             ("text", pa.string()),
+            ("mask", pa.bool_()),
             ("stat", pa.bool_()),
             ("lines", pa.int64()),
             ("unparsed", pa.int64()),
