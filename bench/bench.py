@@ -199,6 +199,26 @@ def seed_cold(out: Path, py: str, env: dict) -> dict:
     return {"seed": SEED.name, "session_trivial_job_s": trivial, **cold}
 
 
+def seed_warm(out: Path, py: str, env: dict, runs: int = 3) -> dict:
+    """`flinkdoctor server start`, then diagnose the seed bundle `runs` times attached to it, then stop it."""
+    state = {**env, "FLINKDOCTOR_STATE_DIR": str(out / "state")}
+    started, _, start = timed([py, "-m", "flinkdoctor", "server", "start", "--port", "15077"], env=state)
+    if start.returncode != 0:
+        return {"server_start_s": started, "error": start.stderr[-2000:]}
+    try:
+        warm = [diagnose(SEED, out, py, state) for _ in range(runs)]
+    except SystemExit as failed:
+        return {"server_start_s": started, "error": str(failed)[-2000:]}
+    finally:
+        subprocess.run([py, "-m", "flinkdoctor", "server", "stop"], env=state, capture_output=True)
+    return {
+        "server_start_s": started,
+        "warm_s": [w["diagnose_s"] for w in warm],
+        "root_causes": warm[-1]["root_causes"],
+        "timings": warm[-1]["timings"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1G,8G", help="bundle sizes, e.g. 500M,1G,8G (default 1G,8G)")
@@ -212,9 +232,13 @@ def main() -> None:
         "PATH": "/usr/bin:/bin",
         **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF", "JAVA_HOME") if k in os.environ},
     }
-    rows = [run_size(label, out, args.keep, py, env) for label in args.sizes.split(",")]
+    rows = []
+    for label in args.sizes.split(","):
+        rows.append(run_size(label, out, args.keep, py, env))
+        print(json.dumps(rows[-1]), flush=True)
     seed = seed_cold(out, py, env)
-    print(json.dumps({"sizes": rows, "seed": seed}, indent=2))
+    warm = seed_warm(out, py, env)
+    print(json.dumps({"sizes": rows, "seed": seed, "warm": warm}, indent=2))
     print()
     print(
         "| size | lines | grep -c | Spark floor (session + scan) | diagnose | of floor | lines/s | driver / JVM peak |"
@@ -237,6 +261,8 @@ def main() -> None:
         f"\nseed {seed['seed']} cold: diagnose {seed['diagnose_s']:.1f} s, session + trivial job "
         f"{seed['session_trivial_job_s']:.1f} s ({seed['diagnose_s'] / seed['session_trivial_job_s']:.2f}x)"
     )
+    print(f"seed warm (server started in {warm['server_start_s']:.1f} s): {warm.get('warm_s') or warm.get('error')}")
+    print(f"same root causes cold and warm: {warm.get('root_causes') == seed['root_causes']}")
 
 
 if __name__ == "__main__":
