@@ -1,6 +1,11 @@
-"""Benchmark: flinkdoctor diagnose against Spark's own scan floor and grep, on a bundle built from real lines.
+"""Benchmark: flinkdoctor diagnose against Spark's own scan floor and grep, on bundles built from real lines.
 
-    .venv/bin/python bench/bench.py --size 2G [--out bench/out] [--keep]
+    python bench/bench.py --sizes 1G,8G [--out bench/out] [--keep]
+
+Every size in one run, each in fresh processes: grep, Spark's whole-process floor (session, then
+`spark.read.text(files).filter(contains("Caused by")).count()`), and `flinkdoctor diagnose`; then a seed-sized
+bundle cold (a fresh diagnose process against a fresh process of Spark session + one trivial job).
+Run it under the heavy lock (flock /tmp/flinkdoctor-heavy.lock ...).
 
 The bundle is made of the events of real Flink logs (the fault lab's recorded runs and the seed write-ups):
 event templates are replayed with fresh times and ids, about 3 % of them multi-line stack traces, into
@@ -138,89 +143,126 @@ from flinkdoctor.spark import spark_session
 from pyspark.sql import functions as F
 spark = spark_session()
 t1 = time.perf_counter()
-n = spark.read.text(sys.argv[1:]).filter(F.col("value").contains("Exception")).count()
+n = spark.read.text(sys.argv[1:]).filter(F.col("value").contains("Caused by")).count()
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1, n)
 """
+TRIVIAL_JOB = """
+from flinkdoctor.spark import spark_session
+print(spark_session().range(10).count())
+"""
+SEED = ROOT / "tests" / "data" / "seeds" / "000"
+
+
+def run_size(label: str, out: Path, keep: bool, py: str, env: dict) -> dict:
+    size = int(float(label[:-1]) * {"M": 2**20, "G": 2**30}[label[-1].upper()])
+    bundle = out / f"bundle-{label}"
+    files = sorted(bundle.rglob("*.log")) if keep and bundle.exists() else build(bundle, size)
+    total = sum(f.stat().st_size for f in files)
+    lines = sum(
+        int(subprocess.run(["wc", "-l", str(f)], capture_output=True, text=True).stdout.split()[0]) for f in files
+    )
+    results: dict = {"size": label, "bytes": total, "lines": lines, "files": len(files)}
+    results["grep_literal_s"], _, _ = timed(["grep", "-c", "Caused by", *map(str, files)])
+    results["grep_5_alternatives_s"], _, _ = timed(
+        ["grep", "-c", "-E", "Exception|expired before|lost the leadership|soft lockup|Heartbeat of", *map(str, files)]
+    )
+    seconds, floor_rss, floor = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=env)
+    session_s, scan_s, _ = floor.stdout.split()
+    results.update(
+        floor_s=seconds, floor_session_s=float(session_s), floor_scan_s=float(scan_s), floor_jvm_rss=floor_rss.java
+    )
+    results.update(diagnose(bundle, out, py, env))
+    return results
+
+
+def diagnose(bundle: Path, out: Path, py: str, env: dict, extra: tuple[str, ...] = ()) -> dict:
+    command = [py, "-m", "flinkdoctor", "diagnose", str(bundle), "--format", "json", "--work-dir", str(out / "work")]
+    seconds, rss, run = timed([*command, *extra], env=env)
+    if run.returncode not in (0, 1, 2):
+        sys.exit(f"diagnose failed:\n{run.stderr[-3000:]}")
+    report = json.loads(run.stdout)
+    return {
+        "diagnose_s": seconds,
+        "driver_peak_rss": rss.python,
+        "jvm_peak_rss": rss.java,
+        "timings": report.get("timings"),
+        "counted_lines": report["input"]["lines"],
+        "events": report["input"].get("events"),
+        "root_causes": [r["rule"] for r in report["root_causes"]],
+    }
+
+
+def seed_cold(out: Path, py: str, env: dict) -> dict:
+    trivial, _, _ = timed([py, "-c", TRIVIAL_JOB], env=env)
+    cold = diagnose(SEED, out, py, env)
+    return {"seed": SEED.name, "session_trivial_job_s": trivial, **cold}
+
+
+def seed_warm(out: Path, py: str, env: dict, runs: int = 3) -> dict:
+    """`flinkdoctor server start`, then diagnose the seed bundle `runs` times attached to it, then stop it."""
+    state = {**env, "FLINKDOCTOR_STATE_DIR": str(out / "state")}
+    started, _, start = timed([py, "-m", "flinkdoctor", "server", "start", "--port", "15077"], env=state)
+    if start.returncode != 0:
+        return {"server_start_s": started, "error": start.stderr[-2000:]}
+    try:
+        warm = [diagnose(SEED, out, py, state) for _ in range(runs)]
+    except SystemExit as failed:
+        return {"server_start_s": started, "error": str(failed)[-2000:]}
+    finally:
+        subprocess.run([py, "-m", "flinkdoctor", "server", "stop"], env=state, capture_output=True)
+    return {
+        "server_start_s": started,
+        "warm_s": [w["diagnose_s"] for w in warm],
+        "root_causes": warm[-1]["root_causes"],
+        "timings": warm[-1]["timings"],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", default="2G", help="bundle size, e.g. 500M, 2G (default 2G)")
+    parser.add_argument("--sizes", default="1G,8G", help="bundle sizes, e.g. 500M,1G,8G (default 1G,8G)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
-    parser.add_argument("--keep", action="store_true", help="reuse a bundle already built in --out")
+    parser.add_argument("--keep", action="store_true", help="reuse bundles already built in --out")
     args = parser.parse_args()
-    size = int(float(args.size[:-1]) * {"M": 2**20, "G": 2**30}[args.size[-1].upper()])
-    bundle = Path(args.out) / f"bundle-{args.size}"
-    files = sorted(bundle.rglob("*.log")) if args.keep and bundle.exists() else build(bundle, size)
-    total = sum(f.stat().st_size for f in files)
-    lines = int(
-        subprocess.run(
-            ["bash", "-c", f"cat {' '.join(map(str, files))} | wc -l"], capture_output=True, text=True
-        ).stdout
-    )
-    py = str(ROOT / ".venv" / "bin" / "python")
+    out = Path(args.out)
+    py = sys.executable
     env = {
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PATH": "/usr/bin:/bin",
-        **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF") if k in os.environ},
+        **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF", "JAVA_HOME") if k in os.environ},
     }
-    results = {"bytes": total, "lines": lines, "files": len(files)}
-
-    seconds, _, grep = timed(["grep", "-c", "Exception", *map(str, files)])
-    results["grep_literal_s"] = seconds
-    seconds, _, _ = timed(
-        ["grep", "-c", "-E", "Exception|expired before|lost the leadership|soft lockup|Heartbeat of", *map(str, files)]
-    )
-    results["grep_5_alternatives_s"] = seconds
-    seconds, _, floor = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=env)
-    session_s, scan_s, _ = floor.stdout.split()
-    results.update(
-        spark_floor_total_s=seconds, spark_floor_session_s=float(session_s), spark_floor_scan_s=float(scan_s)
-    )
-    seconds, rss, run = timed(
-        [
-            py,
-            "-m",
-            "flinkdoctor",
-            "diagnose",
-            str(bundle),
-            "--format",
-            "json",
-            "--work-dir",
-            str(Path(args.out) / "work"),
-        ],
-        env=env,
-    )
-    if run.returncode != 0:
-        sys.exit(f"diagnose failed:\n{run.stderr[-3000:]}")
-    report = json.loads(run.stdout)
-    results.update(
-        diagnose_s=seconds,
-        driver_peak_rss=rss.python,
-        jvm_peak_rss=rss.java,
-        timings=report.get("timings"),
-        counted_lines=report["input"]["lines"],
-        root_causes=[r["rule"] for r in report["root_causes"]],
-    )
-    mb = total / 2**20
-    scan_floor = float(scan_s)
-    print(json.dumps(results, indent=2))
-    print(f"\n{mb:,.0f} MB, {lines:,} lines in {len(files)} files")
-    print(f"diagnose end to end   {seconds:7.1f} s  {mb / seconds:7.1f} MB/s  {lines / seconds:11,.0f} lines/s")
+    rows = []
+    for label in args.sizes.split(","):
+        rows.append(run_size(label, out, args.keep, py, env))
+        print(json.dumps(rows[-1]), flush=True)
+    seed = seed_cold(out, py, env)
+    warm = seed_warm(out, py, env)
+    print(json.dumps({"sizes": rows, "seed": seed, "warm": warm}, indent=2))
+    print()
     print(
-        f"spark floor (scan)    {scan_floor:7.1f} s  {mb / scan_floor:7.1f} MB/s  {lines / scan_floor:11,.0f} lines/s"
-        f"   (+{float(session_s):.1f} s session)"
+        "| size | lines | grep -c | Spark floor (session + scan) | diagnose | of floor | lines/s | driver / JVM peak |"
     )
-    print(f"grep -c literal       {results['grep_literal_s']:7.1f} s  {mb / results['grep_literal_s']:7.1f} MB/s")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['bytes'] / 2**30:.2f} GiB | {r['lines']:,} (counted {r['counted_lines']:,}) | "
+            f"{r['grep_literal_s']:.1f} s | {r['floor_s']:.1f} s "
+            f"({r['floor_session_s']:.1f} + {r['floor_scan_s']:.1f}) | "
+            f"{r['diagnose_s']:.1f} s | {100 * r['floor_s'] / r['diagnose_s']:.0f} % | "
+            f"{r['lines'] / r['diagnose_s']:,.0f} | "
+            f"{r['driver_peak_rss'] / 2**30:.2f} / {r['jvm_peak_rss'] / 2**30:.2f} GiB |"
+        )
+    if len(rows) > 1:
+        print(f"\ntime {rows[-1]['size']} / {rows[0]['size']}: {rows[-1]['diagnose_s'] / rows[0]['diagnose_s']:.2f}x")
+    for r in rows:
+        print(f"{r['size']} stages: {r['timings']}")
     print(
-        f"grep -c -E 5 alts     {results['grep_5_alternatives_s']:7.1f} s  "
-        f"{mb / results['grep_5_alternatives_s']:7.1f} MB/s"
+        f"\nseed {seed['seed']} cold: diagnose {seed['diagnose_s']:.1f} s, session + trivial job "
+        f"{seed['session_trivial_job_s']:.1f} s ({seed['diagnose_s'] / seed['session_trivial_job_s']:.2f}x)"
     )
-    print(
-        f"peak RSS driver {rss.python / 2**30:.2f} GiB, JVM {rss.java / 2**30:.2f} GiB; "
-        f"counted lines {report['input']['lines']:,} (wc -l {lines:,})"
-    )
+    print(f"seed warm (server started in {warm['server_start_s']:.1f} s): {warm.get('warm_s') or warm.get('error')}")
+    print(f"same root causes cold and warm: {warm.get('root_causes') == seed['root_causes']}")
 
 
 if __name__ == "__main__":

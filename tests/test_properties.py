@@ -129,6 +129,16 @@ def test_a_sensitive_value_never_survives_masking(key, secret, layout, prefix):
     assume(secret not in prefix + key + layout)
     line = prefix + " " + layout.format(k=key, v=secret)
     assert secret not in mask(line)
+    assert _triggered(line)  # the Spark tasks send it to the masks
+
+
+def _triggered(text: str) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.masking import TRIGGER_RE2
+
+    return pc.match_substring_regex(pa.array([text]), TRIGGER_RE2)[0].as_py()
 
 
 @FAST
@@ -142,6 +152,7 @@ def test_url_user_info_password_is_masked(user, secret, scheme):
     line = f"connecting to {scheme}://{user}:{secret}@db.internal:5432/x"
     masked = mask(line)
     assert secret not in masked and f"{user}:" in masked
+    assert _triggered(line)
 
 
 @FAST
@@ -149,6 +160,7 @@ def test_url_user_info_password_is_masked(user, secret, scheme):
 def test_masking_is_idempotent_and_never_fails(text):
     once = mask(text)
     assert mask(once) == once
+    assert once == text or _triggered(text)  # text without a trigger word is left alone: the tasks skip it
 
 
 @FAST

@@ -111,8 +111,23 @@ def cli():
     help="Largest total size, in bytes, that archives may unpack to.",
 )
 @click.option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
+@click.option(
+    "--remote",
+    help="A Spark Connect server to run on, sc://host:port (default: the one `flinkdoctor server start` runs, if any).",
+)
 def diagnose(
-    paths, fmt, work_dir, keep_work_dir, timezone, year, rules_dirs, flink_version, fail_on, max_unpacked, master
+    paths,
+    fmt,
+    work_dir,
+    keep_work_dir,
+    timezone,
+    year,
+    rules_dirs,
+    flink_version,
+    fail_on,
+    max_unpacked,
+    master,
+    remote,
 ):
     """Diagnose a bundle: folders, archives (.tar.gz .tgz .zip .gz) or single log files."""
     from .pipeline import diagnose as run
@@ -127,10 +142,10 @@ def diagnose(
         )
     rules = _load_or_exit(rules_dirs)
     spark = None
-    if master:
+    if master or remote:
         from .spark import spark_session
 
-        spark = spark_session(master)
+        spark = spark_session(master, remote=remote)
     report = run(
         list(paths),
         spark=spark,
@@ -151,6 +166,40 @@ def diagnose(
     categories = {root.category for root in report.root_causes}
     if fail_on and categories and ("any" in fail_on or categories & set(fail_on)):
         sys.exit(EXIT_FOUND)
+
+
+@cli.group()
+def server():
+    """A long-running Spark (Connect) server that diagnose reuses: the warm path for repeated runs."""
+
+
+@server.command("start")
+@click.option("--port", type=click.IntRange(1, 65535), default=15002, show_default=True)
+def server_start(port):
+    """Start the server in the background (diagnose then attaches to it)."""
+    from .server import start
+
+    state = start(port)
+    click.echo(f"flinkdoctor server running at {state['url']} (pid {state['pid']}, log {state['log']})")
+
+
+@server.command("stop")
+def server_stop():
+    """Stop the server."""
+    from .server import stop
+
+    click.echo("flinkdoctor server stopped" if stop() else "no flinkdoctor server running")
+
+
+@server.command("status")
+def server_status():
+    """Say whether the server runs, and where."""
+    from .server import status
+
+    state = status()
+    click.echo(f"running at {state['url']} (pid {state['pid']})" if state else "not running")
+    if not state:
+        sys.exit(1)
 
 
 @cli.group()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .events import block_offsets, file_line
 from .ingest import Manifest
 from .prefilter import signature_numbers
 from .regexes import python_regex
@@ -230,7 +231,7 @@ def collect_findings(
     findings = []
     for row in detailed:
         source = sources[row.sid]
-        line = source.fixed_line or source.line_offset + offsets.get((row.sid, row.block), 0) + row.first_rel + row.idx
+        line = file_line(source, offsets, row.block, row.first_rel + row.idx)
         findings.append(
             Finding(
                 rule=row.rule,
@@ -270,14 +271,3 @@ def keep_applicable(
         [f for f in findings if f.rule not in dropped],
         {rule_id: n for rule_id, n in counts.items() if rule_id not in dropped},
     )
-
-
-def block_offsets(blocks: dict) -> dict[tuple[int, int], int]:
-    """Lines in the blocks before each block of a file: turns block-relative line numbers into file ones."""
-    offsets = {}
-    for sid, spans in blocks.items():
-        total = 0
-        for block, lines in spans:
-            offsets[(sid, block)] = total
-            total += lines
-    return offsets

@@ -5,12 +5,19 @@ regex's parse tree). One scan per Arrow batch finds all of them at once (Hypersc
 substring search where Hyperscan has no wheel), and each event gets the numbers of the signatures whose literals
 it holds. Matching then evaluates a signature's regexes only on those events: without this, testing a few hundred
 literals on every candidate stack trace in the JVM cost more than everything else together.
+
+Over raw log bytes (scanner.py) a first pass looks for only the rarest literal of each signature
+(knowledge/literal_counts.json, counted in real logs): common words such as `.jar` or ` to ` would cost a Python
+callback per occurrence. Only the events it hits get their text cut out and the full test (`scan`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
 
 from .regexes import parse, sre
 from .rulebook import Rule, Signature
@@ -23,6 +30,7 @@ class Prefilter:
     literals: tuple[str, ...]  # distinct literals, numbered by position
     header_only: tuple[bool, ...]  # per literal: only counts in an event's first line
     signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then their signatures): literal ids
+    rare: tuple[int, ...] = ()  # per signature: the literal id of its rarest literal (-1: none), for raw bytes
 
 
 def build_prefilter(rules: list[Rule]) -> Prefilter:
@@ -38,7 +46,16 @@ def build_prefilter(rules: list[Rule]) -> Prefilter:
             kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
             signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
     keys = sorted(ids, key=lambda key: ids[key])
-    return Prefilter(tuple(k[0] for k in keys), tuple(k[1] for k in keys), tuple(signatures))
+    counts = literal_counts()
+    rare = [min(lits, key=lambda i: (counts.get(keys[i][0], 0), -len(keys[i][0])), default=-1) for lits in signatures]
+    return Prefilter(tuple(k[0] for k in keys), tuple(k[1] for k in keys), tuple(signatures), tuple(rare))
+
+
+@cache
+def literal_counts() -> dict[str, int]:
+    """How often each literal occurred in real logs (bench/literal_counts.py); missing ones count as rare."""
+    path = resources.files("flinkdoctor").joinpath("knowledge/literal_counts.json")
+    return json.loads(path.read_text("utf-8"))
 
 
 def required_literals(sig: Signature) -> list[str]:
@@ -126,6 +143,100 @@ def _hits(prefilter: Prefilter, text):
     header_end = np.where(newline[event] >= 0, offsets[event] + newline[event], offsets[event + 1])
     counts = inside & (~np.array(prefilter.header_only)[literal] | (end <= header_end))
     return event[counts], literal[counts]
+
+
+def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, Any]:
+    """Per rare literal id, the (numpy, unique) events holding it. The events are byte spans of the numpy uint8
+    `data` starting at `begin` (in order, back to back, the last to the end of `data`). A literal
+    that only counts in an event's first line must end by `first_line_end`. A superset: `exact_signatures`
+    decides on the text that is kept."""
+    import numpy as np
+
+    rare = sorted({i for i in prefilter.rare if i >= 0})
+    found: dict[int, Any] = {}
+    if not len(begin) or not rare:
+        return found
+    database = _database(tuple(prefilter.literals[i] for i in rare)) if rare else None
+    base = int(begin[0])
+    view = memoryview(data)[base:]
+    if database is None:
+        ends, ids = _find_all(bytes(view), [prefilter.literals[i].encode("utf-8") for i in rare])
+    else:
+        ids, ends = [], []
+
+        def on_match(literal_id, start, stop, flags, context):
+            ids.append(literal_id)
+            ends.append(stop)
+
+        database.scan(view, match_event_handler=on_match)
+    if not ids:
+        return found
+    which = np.array(ids, dtype=np.int64)
+    lengths = np.array([len(prefilter.literals[i].encode("utf-8")) for i in rare], dtype=np.int64)
+    stop = np.array(ends, dtype=np.int64) + base
+    event = np.searchsorted(begin, stop - lengths[which], side="right") - 1
+    bound = np.append(begin[1:], len(data))
+    header_only = np.array([prefilter.header_only[i] for i in rare])[which]
+    inside = (stop <= bound[event]) & (~header_only | (stop <= first_line_end[event]))
+    for k, i in enumerate(rare):
+        events = np.unique(event[inside & (which == k)])
+        if len(events):
+            found[i] = events
+    return found
+
+
+def exact_signatures(prefilter: Prefilter, found: dict, rows, text):
+    """The signatures each kept event could match (all their literals in its kept text), as a list<int32> array.
+    `rows`: per event, its row in `text` (-1: not kept); `found`: rare_hits."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pairs_row, pairs_sig = [], []
+    heads: list[Any] = []
+    whole: dict[int, Any] = {}  # literal id -> bool per row, for literals tested on most rows
+
+    def present(literal: int, at):
+        if prefilter.header_only[literal] and not heads:
+            heads.append(pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0))
+        where = heads[0] if prefilter.header_only[literal] else text
+        if literal in whole or 4 * len(at) > len(text):
+            if literal not in whole:
+                whole[literal] = pc.match_substring(where, prefilter.literals[literal]).to_numpy(zero_copy_only=False)
+            return whole[literal][at]
+        found = pc.match_substring(where.take(pa.array(at)), prefilter.literals[literal])
+        return found.to_numpy(zero_copy_only=False)
+
+    for number, lits in enumerate(prefilter.signatures):
+        events = found.get(prefilter.rare[number])
+        if events is None:
+            continue
+        at = rows[events]
+        at = at[at >= 0]
+        for literal in lits:
+            if not len(at):
+                break
+            at = at[present(literal, at)]
+        pairs_row.append(at)
+        pairs_sig.append(np.full(len(at), number, dtype=np.int32))
+    row = np.concatenate(pairs_row) if pairs_row else np.zeros(0, dtype=np.int64)
+    sig = np.concatenate(pairs_sig) if pairs_sig else np.zeros(0, dtype=np.int32)
+    order = np.lexsort((sig, row))
+    offsets = np.zeros(len(text) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(sig[order], type=pa.int32()))
+
+
+def _find_all(data: bytes, literals: list[bytes]) -> tuple[list[int], list[int]]:
+    """(end offsets, literal numbers) of every occurrence, without Hyperscan (slower by the number of literals)."""
+    ends, ids = [], []
+    for number, literal in enumerate(literals):
+        at = data.find(literal)
+        while at >= 0:
+            ends.append(at + len(literal))
+            ids.append(number)
+            at = data.find(literal, at + 1)
+    return ends, ids
 
 
 def _hits_pyarrow(prefilter: Prefilter, text):

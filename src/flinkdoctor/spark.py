@@ -1,4 +1,5 @@
-"""The one SparkSession flinkdoctor uses: local[*] unless spark-submit or --master says otherwise."""
+"""The one SparkSession flinkdoctor uses: local[*] unless spark-submit or --master says otherwise, or a Spark
+Connect session when `--remote sc://host:port` says so or `flinkdoctor server` runs one (the warm path)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,28 @@ import os
 from contextlib import contextmanager
 
 
-def spark_session(master: str | None = None, app_name: str = "flinkdoctor"):
+def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remote: str | None = None):
     from pyspark.sql import SparkSession
 
+    if remote is None and master is None and not os.environ.get("SPARK_ENV_LOADED"):
+        from .server import running_url
+
+        remote = running_url()
+    if remote:
+        return SparkSession.builder.remote(remote).getOrCreate()
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     builder = SparkSession.builder.appName(app_name)
     if master or not os.environ.get("SPARK_ENV_LOADED") and "spark.master" not in _submit_conf():
         builder = builder.master(master or "local[*]")
+    for key, value in session_conf().items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def session_conf() -> dict[str, str]:
+    """Spark settings of every flinkdoctor session (FLINKDOCTOR_SPARK_CONF=k=v,k=v overrides them)."""
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -27,11 +43,7 @@ def spark_session(master: str | None = None, app_name: str = "flinkdoctor"):
     for item in filter(None, os.environ.get("FLINKDOCTOR_SPARK_CONF", "").split(",")):  # k=v,k=v overrides
         key, _, value = item.partition("=")
         conf[key.strip()] = value.strip()
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return conf
 
 
 @contextmanager

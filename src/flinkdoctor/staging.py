@@ -1,6 +1,6 @@
 """Staging: turn one input text file into the UTF-8 file Spark reads, losing nothing silently.
 
-Spark reads `\\n`-separated UTF-8 lines, one row per line. Input is not always that: a gzip stream cut short
+The engine reads `\\n`-separated UTF-8 lines. Input is not always that: a gzip stream cut short
 (Spark's codec throws away the whole file), UTF-16/32 logs (every other byte NUL: no line parses), a file
 without newlines (one row of gigabytes: the task dies). Staging copies such a file into the form Spark reads,
 keeps everything before a cut, and says what it did (`Staged`). Plain UTF-8 text with no over-long line, the
@@ -11,16 +11,13 @@ An over-long line is split into rows of at most MAX_LINE_BYTES. Every row after 
 line numbers right. A copied line that itself starts with NUL gets ESCAPE in front, so it cannot pass for a
 piece (such lines only occur in binary files, whose text is never shown).
 
-Many small sources cost Spark far more per file than per byte (listing, one task and one output file per few
-files), so `pack` copies them into a few pack files, each line prefixed with its source id and PACK_SEP.
+Many small sources need no copy: the Spark stage reads them many to a task (events.plan).
 """
 
 from __future__ import annotations
 
 import codecs
 import mmap
-import os
-import shutil
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,9 +30,6 @@ MAX_LINE_BYTES = 1024 * 1024  # longer lines are split into rows of this many by
 CHUNK = 8 * 1024 * 1024
 PIECE = b"\x00"  # first byte of every row that continues an over-long line
 ESCAPE = b"\x01"  # put before a copied line that starts with PIECE
-PACK_SEP = "\x1f"  # after the source id at the start of every line of a pack file
-PACK_SOURCE_BYTES = 256 * 1024  # sources smaller than this are packed
-PACK_BYTES = 32 * 1024 * 1024  # a pack file holds about this much
 
 BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -268,37 +262,3 @@ class _Writer:
 
     def close(self) -> None:
         self.out.close()
-
-
-def pack(sources: Iterable[tuple[int, Path]], folder: Path, pack_bytes: int = PACK_BYTES) -> list[Path]:
-    """Copy small sources `(id, staged file)` into pack files under `folder`, every line prefixed with
-    `<id>PACK_SEP`, a source never split across packs; a last line without newline gets one. One file of many
-    sources costs Spark one file's overhead; the prefix tells each line's source, so nothing else changes."""
-    folder.mkdir(parents=True, exist_ok=True)
-    packs: list[Path] = []
-    out = None
-    try:
-        for sid, path in sources:
-            data = Path(path).read_bytes()
-            if not data:
-                continue
-            if out is None or out.tell() >= pack_bytes:
-                if out is not None:
-                    out.close()
-                packs.append(folder / f"{len(packs):05d}.pack")
-                out = open(packs[-1], "wb")  # noqa: SIM115 (closed below)
-            prefix = f"{sid}{PACK_SEP}".encode()
-            body = data[:-1] if data.endswith(b"\n") else data
-            out.write(prefix + body.replace(b"\n", b"\n" + prefix) + b"\n")
-    finally:
-        if out is not None:
-            out.close()
-    return packs
-
-
-def clear(folder: Path) -> None:
-    """Remove a folder of packs left by an earlier run with the same work dir."""
-    if folder.is_dir() and not folder.is_symlink():
-        shutil.rmtree(folder)
-    elif folder.exists() or folder.is_symlink():
-        os.unlink(folder)

@@ -1,0 +1,131 @@
+"""Which lines start an event, decided in bulk: each layout's header regex over whole arrays of lines.
+
+A Spark task flags the headers of millions of lines, so no Python runs per line. Two steps, both derived from the
+layout's own regex in layouts.yaml: the bytes a header can start with (read from the regex's parse tree) sort
+out most continuation lines with one numpy lookup, then the regex decides on the rest, run by RE2 over an Arrow
+array (pyarrow.compute). A trailing `(?<msg>.*)$` is left out of that test: it matches any rest of a line, and
+leaving it out lets RE2 stop after the header's fields. A regex RE2 cannot run (a look-ahead, as in the `plain`
+layout) is run by Python's `re` instead, line by line: such layouts are for pasted text, not gigabytes.
+
+The same parse gives the test for an event at WARN level or above: the `level` group's alternatives cut to
+the warning and error words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from .layouts import layout_by_id
+from .regexes import parse, python_regex, sre
+
+WARN_WORDS = frozenset({"WARN", "WARNING", "ERROR", "FATAL", "SEVERE", "CRITICAL"})
+# a tail that matches any rest of a line: leaving it out of the test changes no answer
+ANY_TAIL = re.compile(r"\(\?<msg>\.\*\??\)(?:\\s\*)?\$$|\.\*\$$")
+LEVEL_GROUP = re.compile(r"\(\?<level>([A-Za-z|]+)\)")
+
+
+@dataclass(frozen=True)
+class HeaderTest:
+    first: tuple[int, ...] | None  # bytes a header can start with (None: any)
+    regex: str  # RE2 (multi-line mode: a line's value ends with its newline)
+    re2: bool  # False: RE2 cannot run it; Python's re decides
+    warn: str | None  # a header at WARN level or above (None: the layout has no level, or no such level)
+
+
+@cache
+def header_test(layout_id: str) -> HeaderTest:
+    layout = layout_by_id(layout_id)
+    test = ANY_TAIL.sub("", layout.header)
+    warn = None
+    match = LEVEL_GROUP.search(test)
+    if match:
+        kept = [word for word in match.group(1).split("|") if word.upper() in WARN_WORDS]
+        if kept:
+            warn = f"(?m){test[: match.start(1)]}{'|'.join(kept)}{test[match.end(1) :]}"
+    return HeaderTest(_first_bytes(layout.header), f"(?m){test}", _re2_accepts(f"(?m){test}"), warn)
+
+
+def flag(test: HeaderTest, lines, regex: str | None = None):
+    """numpy bool per line of `lines` (a pyarrow string array, each value one line, newline included)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    regex = regex or test.regex
+    if test.re2:
+        return pc.match_substring_regex(lines, regex).to_numpy(zero_copy_only=False)
+    pattern = python_regex(regex.removeprefix("(?m)"))
+    return np.array([pattern.match(line.rstrip("\r\n")) is not None for line in lines.to_pylist()], dtype=bool)
+
+
+def first_byte_table(test: HeaderTest):
+    """A 256-entry bool table: can a header start with this byte."""
+    import numpy as np
+
+    table = np.ones(256, dtype=bool)
+    if test.first is not None:
+        table[:] = False
+        table[list(test.first)] = True
+    return table
+
+
+def _re2_accepts(regex: str) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        pc.match_substring_regex(pa.array([""]), regex)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _first_bytes(java: str) -> tuple[int, ...] | None:
+    """The bytes a match of `java` (anchored at a line start) can begin with, from its parse tree; None when
+    not sure (the test then runs on every line)."""
+    found = _first(list(parse(python_regex(java).pattern)))
+    return None if found is None else tuple(sorted(found))
+
+
+def _first(items) -> set[int] | None:  # noqa: C901 (one case per node kind)
+    for op, av in items:
+        if op is sre.AT:
+            continue  # ^
+        if op is sre.ASSERT_NOT or op is sre.ASSERT:
+            continue  # a look-around consumes nothing: the next node decides
+        if op is sre.LITERAL:
+            return {av} if av < 128 else None
+        if op is sre.IN:
+            return _class(av)
+        if op is sre.SUBPATTERN:
+            return _first(list(av[3]))
+        if op is sre.BRANCH:
+            sets = [_first(list(branch)) for branch in av[1]]
+            union: set[int] = set()
+            for one in sets:
+                if one is None:
+                    return None
+                union |= one
+            return union
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and av[0] >= 1:
+            return _first(list(av[2]))
+        return None
+    return None
+
+
+def _class(items) -> set[int] | None:
+    """ASCII bytes of a character class; None for a negated class or categories other than digits."""
+    out: set[int] = set()
+    for op, av in items:
+        if op is sre.LITERAL and av < 128:
+            out.add(av)
+        elif op is sre.RANGE and av[1] < 128:
+            out.update(range(av[0], av[1] + 1))
+        elif op is sre.CATEGORY and av is sre.CATEGORY_DIGIT:
+            out.update(range(ord("0"), ord("9") + 1))
+        elif op is sre.CATEGORY and av is sre.CATEGORY_NOT_SPACE:
+            out.update(b for b in range(256) if b not in b" \t\n\r\f\v")
+        else:
+            return None
+    return out

@@ -1,0 +1,272 @@
+"""Scan (inside a Spark task): one byte range of a staged file -> its kept events as Arrow, and its line counts.
+
+A range owns the lines that start in it and the events whose header line starts in it. It reads past its end
+to finish its last event (up to the next header, or the end of the file); the continuation lines at its head
+belong to the previous range's last event, so an event that straddles a boundary comes out once, whole. Line
+numbers are relative to the range: the ranges' own line counts, summed on the driver, make them file line
+numbers (events.file_line).
+
+No Python runs per line: numpy finds the line starts, the layout's header regex runs over Arrow arrays of
+lines (headers.py), Hyperscan scans the raw bytes for one rare literal per signature (prefilter.py), and only
+the events it hits, plus the events at WARN level or above, get their text cut out and checked for all of
+their signatures' literals. Every other event is only counted.
+
+A row that starts with staging.PIECE continues an over-long line: it starts an event of its own (flagged
+`split`) but no new line, so line numbers and `lines` stay those of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+
+from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_test
+from .layouts import layout_by_id
+from .masking import TRIGGER_RE2
+from .prefilter import Prefilter, exact_signatures, rare_hits
+
+MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
+EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
+WORD = re.compile(r"[A-Za-z]+")
+WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
+OUT_EVENTS = 20_000  # events per Arrow batch handed to Spark
+
+OUTPUT_SCHEMA = (
+    "sid int, block long, first_rel long, last_rel long, orphan boolean, split boolean, sigs array<int>, "
+    "text string, mask boolean, stat boolean, lines long, unparsed long, events long"
+)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One byte range [start, end) of a staged source, and how to read it."""
+
+    sid: int
+    path: str
+    start: int
+    end: int
+    size: int
+    layout: str  # "none": binary, lines only counted
+    pieces: bool  # staged with over-long lines split (rows starting with PIECE)
+    counted: bool  # its events count as input events (not for a derived source)
+
+
+def run(batches: Iterator, plan: list[list[Part]], prefilter: Prefilter) -> Iterator:
+    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts."""
+    for batch in batches:
+        for task in batch.column(0).to_pylist():
+            for part in plan[task]:
+                yield from scan_part(part, prefilter)
+
+
+def scan_part(part: Part, prefilter: Prefilter) -> Iterator:
+    """Arrow batches of the part's kept events, then one stats row (lines, unparsed lines, events)."""
+    import numpy as np
+
+    lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
+    with _open(part.path) as handle:
+        head = bytes(handle.read_at(part.end - lo, lo))
+        tail = _extend(handle, part, head) if part.layout != "none" else b""
+    data = np.frombuffer(head + tail, dtype=np.uint8)
+    starts = np.flatnonzero(data == 10) + 1
+    if part.start == 0:
+        starts = np.concatenate([[0], starts])
+    starts = starts[(starts < len(data)) & (starts >= part.start - lo)]
+    owned = starts < part.end - lo
+    piece = data[starts] == 0 if part.pieces else np.zeros(len(starts), dtype=bool)
+    lines = int(np.count_nonzero(owned & ~piece))
+    if part.layout == "none" or not len(starts):
+        yield _stats(part, lines, lines if part.layout == "none" else 0, 0)
+        return
+    events = _Events(part, data, starts, owned, piece)
+    yield from events.kept(prefilter)
+    orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
+    counted = events.count() - (orphan_lines > 0) if part.counted else 0
+    yield _stats(part, lines, orphan_lines, counted)
+
+
+class _Events:
+    """The events whose header starts in the part: their lines, byte spans and kept rows."""
+
+    def __init__(self, part: Part, data, starts, owned, piece):
+        import numpy as np
+
+        self.part, self.data, self.piece = part, data, piece
+        self.ends = np.append(starts[1:], len(data))  # a line's bytes end after its newline
+        self.starts = starts
+        self.text = _lines_array(data, starts)
+        self.test = header_test(part.layout)
+        head = first_byte_table(self.test)[data[starts]] & ~piece
+        self.header = np.zeros(len(starts), dtype=bool)
+        where = np.flatnonzero(head)
+        self.header[where] = flag(self.test, self.text.take(where))
+        first = np.zeros(len(starts), dtype=bool)
+        first[0] = part.start == 0  # a file's first line starts an event, header or not (an orphan)
+        self.first = np.flatnonzero((self.header | piece | first) & owned)  # each event's first line
+        self.last = np.append(self.first[1:], len(starts)) - 1
+        self.rel = np.cumsum(~piece, dtype=np.int64)  # a line's number from the part's start (a piece: its line)
+
+    def count(self) -> int:
+        return int((~self.piece[self.first]).sum())
+
+    def orphan_lines(self) -> int:
+        """Lines before the first header of the file (when this part starts it): not in any timed event."""
+        if not len(self.first) or self.part.start != 0 or self.header[0] or self.piece[0]:
+            return 0
+        return int(self.rel[self.last[0]])
+
+    def kept(self, prefilter: Prefilter) -> Iterator:
+        """Events some signature could match, and events at WARN level or above, with their text."""
+        import numpy as np
+
+        if not len(self.first):
+            return
+        capped = np.minimum(self.last, self.first + MAX_EVENT_LINES - 1)
+        begin = self.starts[self.first] + self.piece[self.first]  # a piece's marker byte is not text
+        end = self.ends[capped] - 1  # without the last newline
+        end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
+        end = np.maximum(end, begin)
+        found = rare_hits(prefilter, self.data, self.starts[self.first], self.ends[self.first])
+        keep = np.zeros(len(self.first), dtype=bool)
+        for events in found.values():
+            keep[events] = True
+        if self.test.warn is not None:  # the level regex only on headers that hold one of its words
+            words = rare_hits(_words(self.test), self.data, self.starts[self.first], self.ends[self.first])
+            heads = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *words.values()]))
+            heads = heads[self.header[self.first[heads]] & ~keep[heads]]
+            keep[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
+        keep = np.flatnonzero(keep)
+        rows = np.full(len(self.first), -1, dtype=np.int64)
+        for chunk in range(0, len(keep), OUT_EVENTS):
+            part = keep[chunk : chunk + OUT_EVENTS]
+            rows[:] = -1
+            rows[part] = np.arange(len(part))
+            yield self._batch(part, begin, end, found, rows, prefilter)
+
+    def _batch(self, keep, begin, end, found, rows, prefilter: Prefilter):
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        text = _spans(self.data, begin[keep], end[keep])
+        if (self.data[begin[keep[0]] : end[keep[-1]]] == 13).any():
+            text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
+        sigs = exact_signatures(prefilter, found, rows, text)
+        first, part = self.first[keep], self.part
+        n = len(keep)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(n, part.sid, dtype=np.int32)),
+                pa.array(np.full(n, part.start, dtype=np.int64)),
+                pa.array(self.rel[first]),
+                pa.array(self.rel[self.last[keep]]),
+                pa.array((first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]),
+                pa.array(self.piece[first]),
+                sigs,
+                text,
+                pc.match_substring_regex(text, TRIGGER_RE2),  # could hold a secret: the JVM masks it
+                pa.array(np.zeros(n, dtype=bool)),
+                *[pa.nulls(n, pa.int64())] * 3,
+            ],
+            schema=_schema(),
+        )
+
+
+@cache
+def _words(test: HeaderTest) -> Prefilter:
+    """The level words of a layout's WARN test, as a prefilter (one signature per word, in the first line)."""
+    words = sorted(set(WORD.findall(test.warn or "")) & WARN_WORDS_ANY_CASE)
+    return Prefilter(
+        tuple(words), (True,) * len(words), tuple((i,) for i in range(len(words))), tuple(range(len(words)))
+    )
+
+
+def _extend(handle, part: Part, head: bytes) -> bytes:
+    """The bytes after the part's end that continue its last event: up to the next line that starts an event
+    (a header, or a piece), or the end of the file."""
+    import numpy as np
+
+    test = header_test(part.layout)
+    table = first_byte_table(test)
+    tail, pos, step = b"", part.end, EXTEND
+    at_line_start = head.endswith(b"\n")
+    while pos < part.size:
+        tail += bytes(handle.read_at(min(step, part.size - pos), pos))
+        pos, step = part.end + len(tail), step * 2
+        data = np.frombuffer(tail, dtype=np.uint8)
+        newlines = np.flatnonzero(data == 10)
+        starts = np.concatenate([[0], newlines + 1]) if at_line_start else newlines + 1
+        whole = len(data) if pos >= part.size else (newlines[-1] + 1 if len(newlines) else 0)
+        starts = starts[starts < whole]  # only whole lines can be tested
+        if not len(starts):
+            continue
+        piece = data[starts] == 0 if part.pieces else np.zeros(len(starts), dtype=bool)
+        maybe = np.flatnonzero(table[data[starts]] & ~piece)
+        header = np.zeros(len(starts), dtype=bool)
+        if len(maybe):
+            header[maybe] = flag(test, _lines_array(data, starts).take(maybe))
+        found = np.flatnonzero(header | piece)
+        if len(found):
+            return tail[: starts[found[0]]]
+    return tail
+
+
+def _lines_array(data, starts):
+    """The lines as a pyarrow string array over `data` (no copy); each value keeps its newline."""
+    import numpy as np
+    import pyarrow as pa
+
+    offsets = np.append(starts, len(data)).astype(np.int64)
+    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _spans(data, begin, end):
+    """The byte spans [begin, end) of `data` as a pyarrow string array (one copy)."""
+    import numpy as np
+    import pyarrow as pa
+
+    bounds = np.empty(2 * len(begin) + 1, dtype=np.int64)
+    bounds[0:-1:2], bounds[1::2], bounds[-1] = begin, end, end[-1] if len(end) else 0
+    both = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(data))
+    return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())
+
+
+def _stats(part: Part, lines: int, unparsed: int, events: int):
+    import pyarrow as pa
+
+    row = {"sid": part.sid, "block": part.start, "stat": True, "lines": lines, "unparsed": unparsed}
+    return pa.RecordBatch.from_pylist([{**row, "events": events}], schema=_schema())
+
+
+def _schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("sid", pa.int32()),
+            ("block", pa.int64()),
+            ("first_rel", pa.int64()),
+            ("last_rel", pa.int64()),
+            ("orphan", pa.bool_()),
+            ("split", pa.bool_()),
+            ("sigs", pa.list_(pa.int32())),
+            ("text", pa.string()),
+            ("mask", pa.bool_()),
+            ("stat", pa.bool_()),
+            ("lines", pa.int64()),
+            ("unparsed", pa.int64()),
+            ("events", pa.int64()),
+        ]
+    )
+
+
+def _open(path: str):
+    """The file through pyarrow's file systems: a local path, or a URI (hdfs://, s3://) on a cluster."""
+    from pyarrow import fs
+
+    if "://" in path:
+        filesystem, inner = fs.FileSystem.from_uri(path)
+        return filesystem.open_input_file(inner)
+    return fs.LocalFileSystem().open_input_file(path)

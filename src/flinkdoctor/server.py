@@ -1,0 +1,123 @@
+"""The warm path: one long-running Spark Connect server that `diagnose` attaches to instead of starting Spark.
+
+PySpark 4 ships the server (spark-connect jar) and the client; starting Spark and its Python workers is most of
+a small bundle's time, and a client attaches in well under a second. `flinkdoctor server start` runs the server
+in the background on this machine (local[*], the same settings as a cold session) and records its process and
+port in a state file; `diagnose` uses it while it runs, or any server named with `--remote sc://host:port`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import UsageError
+
+DEFAULT_PORT = 15002
+CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+START_TIMEOUT_S = 120
+
+
+def state_file() -> Path:
+    base = os.environ.get("FLINKDOCTOR_STATE_DIR") or os.environ.get("XDG_STATE_HOME") or Path.home() / ".cache"
+    return Path(base) / "flinkdoctor" / "server.json"
+
+
+def status() -> dict | None:
+    """The running server's {pid, port, url, log}, or None (a stale state file is removed)."""
+    path = state_file()
+    try:
+        state = json.loads(path.read_text("utf-8"))
+        os.kill(int(state["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        path.unlink(missing_ok=True)
+        return None
+    return state if _listening(int(state["port"])) else None
+
+
+def running_url() -> str | None:
+    state = status()
+    return state["url"] if state else None
+
+
+def start(port: int = DEFAULT_PORT) -> dict:
+    """Start the server in the background and wait until it accepts clients."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    from .spark import session_conf
+
+    if (state := status()) is not None:
+        return state
+    if _listening(port):
+        raise UsageError(f"port {port} is in use by another program: choose another with --port")
+    path = state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = path.with_name("server.log")
+    conf = {
+        **session_conf(),
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+    }
+    driver_memory = conf.pop("spark.driver.memory")
+    command = [
+        str(Path(_find_spark_home()) / "bin" / "spark-submit"),
+        "--master",
+        "local[*]",
+        "--driver-memory",
+        driver_memory,
+        "--class",
+        CLASS,
+        "--name",
+        "flinkdoctor-server",
+        *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+        "spark-internal",
+    ]
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+    }
+    with open(log, "ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=out, env=env, start_new_session=True)
+    state = {"pid": process.pid, "port": port, "url": f"sc://localhost:{port}", "log": str(log)}
+    path.write_text(json.dumps(state), "utf-8")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not _listening(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop()
+            raise UsageError(f"the Spark Connect server did not start; see {log}")
+        time.sleep(0.5)
+    return state
+
+
+def stop() -> bool:
+    """Stop the server this machine's state file names; False when none runs."""
+    path = state_file()
+    try:
+        pid = int(json.loads(path.read_text("utf-8"))["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    path.unlink(missing_ok=True)
+    try:
+        os.killpg(pid, signal.SIGTERM)  # the server and its Python workers: its own process group
+    except OSError:
+        return False
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.1)
+    return True
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0

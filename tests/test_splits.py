@@ -1,0 +1,184 @@
+"""Byte-range splits: an event that straddles a range boundary comes out once, whole, with exact file line
+numbers, and every line is counted once, whatever the split size. Real logs from the recorded lab runs."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from flinkdoctor.events import block_offsets, file_line
+from flinkdoctor.ingest import Source
+from flinkdoctor.prefilter import build_prefilter
+from flinkdoctor.scanner import Part, scan_part
+from flinkdoctor.staging import MAX_LINE_BYTES, stage
+
+DATA = Path(__file__).parent / "data"
+LAB = DATA / "lab" / "1.20.3" / "heap-oom.tar.gz"
+
+
+@pytest.fixture(scope="module")
+def prefilter(rules):
+    return build_prefilter(rules)
+
+
+def _lab_log(tmp_path: Path, name: str) -> Path:
+    with tarfile.open(LAB) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(name))
+        data = archive.extractfile(member).read()
+    path = tmp_path / "source.log"
+    path.write_bytes(data)
+    return path
+
+
+def _scan(path: Path, split: int, prefilter, layout="flink-log4j2", pieces=False):
+    """Kept events as (file first line, file last line, text, sigs, orphan) and the summed stats."""
+    size = path.stat().st_size
+    source = Source(id=7, path="x", kind="flink-jobmanager", layout=layout, staged=str(path))
+    rows, stats, blocks = [], {"lines": 0, "unparsed": 0, "events": 0}, {}
+    for start in range(0, max(size, 1), split):
+        part = Part(7, str(path), start, min(start + split, size), size, layout, pieces, True)
+        for batch in scan_part(part, prefilter):
+            for row in batch.to_pylist():
+                if row["stat"]:
+                    blocks.setdefault(7, []).append((row["block"], row["lines"]))
+                    for key in stats:
+                        stats[key] += row[key]
+                else:
+                    rows.append(row)
+    offsets = block_offsets(blocks)
+    events = [
+        (
+            file_line(source, offsets, r["block"], r["first_rel"]),
+            file_line(source, offsets, r["block"], r["last_rel"]),
+            r["text"],
+            r["sigs"],
+            r["orphan"],
+        )
+        for r in rows
+    ]
+    return events, stats
+
+
+def test_events_straddling_ranges_come_out_once_whole_with_file_line_numbers(tmp_path, prefilter):
+    path = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    data = path.read_bytes()
+    lines = data.decode("utf-8").split("\n")
+    whole, whole_stats = _scan(path, len(data), prefilter)
+    assert whole_stats["lines"] == data.count(b"\n")
+    traces = [e for e in whole if e[1] > e[0]]
+    assert traces, "the log holds multi-line events (stack traces)"
+    for first, last, text, _sigs, _orphan in whole:  # the text is the file's lines, numbered as in the file
+        assert text.split("\n")[0] == lines[first - 1]
+        assert text.split("\n")[-1] == lines[min(last, first + 999) - 1]
+    for split in (97, 1000, 4096, 65536):
+        events, stats = _scan(path, split, prefilter)
+        assert stats == whole_stats, split
+        assert events == whole, split
+
+
+def test_head_of_file_before_the_first_header_is_unparsed_and_a_split_never_starts_an_event(tmp_path, prefilter):
+    source = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    lines = source.read_bytes().split(b"\n")
+    trace = next(i for i, line in enumerate(lines) if line.startswith(b"\tat "))
+    start = next(i for i in range(trace, 0, -1) if not lines[i].startswith((b"\t", b"Caused by", b"java.")))
+    body = b"\n".join(lines[start + 1 : trace + 30] + lines[:200]) + b"\n"  # continuation lines first
+    path = tmp_path / "cut.log"
+    path.write_bytes(body)
+    whole, whole_stats = _scan(path, len(body), prefilter)
+    head = next(i for i, line in enumerate(body.split(b"\n")) if line[:4].isdigit())
+    assert whole_stats["unparsed"] == head  # timed layout: lines before the first header are in no event
+    for split in (50, 333):
+        events, stats = _scan(path, split, prefilter)
+        assert stats == whole_stats
+        assert events == whole
+
+
+def test_crlf_and_a_last_line_without_newline_are_counted_like_the_file(tmp_path, prefilter):
+    source = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    data = source.read_bytes().replace(b"\n", b"\r\n").rstrip(b"\r\n")
+    path = tmp_path / "crlf.log"
+    path.write_bytes(data)
+    whole, stats = _scan(path, len(data), prefilter)
+    assert stats["lines"] == data.count(b"\n") + 1  # the last line has no newline but is a line
+    assert not any("\r" in text for _f, _l, text, _s, _o in whole)
+    for split in (101, 5000):
+        assert _scan(path, split, prefilter) == (whole, stats)
+
+
+def test_pieces_of_an_over_long_line_count_no_new_line_across_ranges(tmp_path, prefilter):
+    source = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    lines = source.read_bytes().split(b"\n")[:50]
+    long_line = lines[10] + b" " + b"x" * (MAX_LINE_BYTES * 5 // 2)
+    raw = tmp_path / "long.log"
+    raw.write_bytes(b"\n".join([*lines[:10], long_line, *lines[11:]]) + b"\n")
+    staged = stage(raw, tmp_path / "00001.log", head=raw.read_bytes()[:4096], compressed=False)
+    assert staged.split_lines == 1
+    whole, stats = _scan(staged.path, staged.size, prefilter, pieces=True)
+    assert stats["lines"] == raw.read_bytes().count(b"\n")
+    for split in (300_001, MAX_LINE_BYTES, MAX_LINE_BYTES + 1):
+        assert _scan(staged.path, split, prefilter, pieces=True) == (whole, stats)
+
+
+def test_build_events_with_tiny_ranges_matches_one_range(spark, tmp_path, prefilter):
+    """The Spark path end to end: the events table and line accounting do not depend on the range size."""
+    from flinkdoctor.events import build_events
+    from flinkdoctor.ingest import ingest
+
+    path = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    manifest = ingest([path], tmp_path / "work")
+    results = []
+    for split in (1 << 30, 777):
+        result = build_events(spark, manifest, tmp_path / f"out-{split}", prefilter, split_bytes=split)
+        offsets = block_offsets(result.blocks)
+        source = manifest.text_sources[0]
+        rows = spark.read.parquet(result.path).collect()
+        events = sorted(
+            (
+                file_line(source, offsets, r.block, r.first_rel),
+                file_line(source, offsets, r.block, r.last_rel),
+                r.text,
+                tuple(r.sigs),
+                r.level,
+                r.time,
+            )
+            for r in rows
+        )
+        results.append((events, result.stats))
+    assert results[0] == results[1]
+    assert results[0][1][manifest.text_sources[0].id]["lines"] == path.read_bytes().count(b"\n")
+    assert any(level == "WARN" for *_, level, _t in results[0][0])  # WARN events are kept too
+
+
+def _real_files():
+    """Real logs of several layouts: the seeds and the Loghub samples."""
+    return sorted(p for p in [*(DATA / "seeds").rglob("*"), *(DATA / "loghub").rglob("*")] if p.is_file())
+
+
+def test_bulk_header_test_agrees_with_the_layout_regex_on_real_lines():
+    """headers.py decides what the layout's regex decides (run per line by Python's re), on every real line."""
+    import numpy as np
+
+    from flinkdoctor.headers import first_byte_table, flag, header_test
+    from flinkdoctor.layouts import detect_layout, layout_by_id
+    from flinkdoctor.scanner import _lines_array
+
+    seen = set()
+    for path in _real_files():
+        data = path.read_bytes()
+        if b"\x00" in data[:8192] or not data:
+            continue
+        text = data.decode("utf-8", "replace")
+        layout = detect_layout(text.splitlines()[:2000])
+        seen.add(layout)
+        expected = [layout_by_id(layout).python_regex.match(line) is not None for line in text.split("\n")]
+        array = np.frombuffer(data, dtype=np.uint8)
+        starts = np.concatenate([[0], np.flatnonzero(array == 10) + 1])
+        starts = starts[starts < len(array)]
+        test = header_test(layout)
+        maybe = first_byte_table(test)[array[starts]]
+        got = np.zeros(len(starts), dtype=bool)
+        got[maybe] = flag(test, _lines_array(array, starts).take(np.flatnonzero(maybe)))
+        assert list(got) == expected[: len(starts)], path
+    assert len(seen) >= 4, seen
