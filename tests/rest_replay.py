@@ -40,7 +40,7 @@ class ReplayServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's name
-                server.requests.append((self.path, dict(self.headers)))
+                server.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 body, status, kind = server.answer(self.path)
                 for prefix, seconds in server.slow.items():
                     if self.path.startswith(prefix):
@@ -59,7 +59,7 @@ class ReplayServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = f"http://localhost:{self.httpd.server_address[1]}"  # as the lab names its JobManager
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def answer(self, path: str) -> tuple[bytes, int, str]:

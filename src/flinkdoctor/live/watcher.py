@@ -115,6 +115,7 @@ class Watcher:
     def incident(self, job: JobSnapshot, triggers: list[Trigger]) -> None:
         """Collect, diagnose, emit: one JSON line, whatever fails on the way (the failure is in the line)."""
         self.incidents += 1
+        began = time.perf_counter()
         line: dict = {
             "schema": INCIDENT_SCHEMA,
             "time": utc_now(),
@@ -139,6 +140,7 @@ class Watcher:
         except Exception as err:  # noqa: BLE001 - one incident's internal error must not end the watch
             line["error"] = f"diagnosis failed: internal error {type(err).__name__}: {mask(str(err))}"
         line["diagnose_seconds"] = round(time.perf_counter() - started, 3)
+        line["seconds"] = round(time.perf_counter() - began, 3)  # detection to this line: collect + diagnose
         self.emit(line)
 
     def _get(self, path: str) -> object:
