@@ -332,3 +332,18 @@ def test_collect_command(tmp_path):
         timeout=60,
     )
     assert both.returncode == 2 and "either bundle paths or --rest" in both.stderr
+
+
+def test_kubectl_output_beside_a_collected_bundle(tmp_path):
+    """A collected bundle and saved `kubectl describe pod` / `kubectl get` output in one folder: each file is read
+    as what it is (tests/data/incidents/d12 and d20 are real kubectl output)."""
+    with ReplayServer(recording("1.20.3")) as server:
+        result = collect(client(server.url), tmp_path / "incident" / "rest-bundle.tar.gz")
+    for case, name in (("d12", "kubectl-describe.txt"), ("d20", "kubectl-get-pods.txt")):
+        (tmp_path / "incident" / name).write_bytes((DATA / "incidents" / case / "bundle" / name).read_bytes())
+    manifest = ingest([tmp_path / "incident"], tmp_path / "work")
+    kinds = {s.path: s.kind for s in manifest.sources if not s.derived}
+    assert kinds["kubectl-describe.txt"] == "kubernetes"
+    assert "kubectl-get-pods.txt" in kinds  # read as text; its lines are counted, whatever kind it gets
+    collected = {k for p, k in kinds.items() if p.startswith(result.path.name) and p.endswith(".log")}
+    assert {"flink-jobmanager", "flink-taskmanager"} <= collected
