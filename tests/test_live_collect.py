@@ -139,6 +139,21 @@ def test_connection_refused_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_every_request_refused_is_no_bundle(tmp_path):
+    """A JobManager that answers every request with 401 (wrong credentials) gives an error, not an empty bundle."""
+    with ReplayServer(recording("1.20.3")) as server:
+        server.status["/"] = 401
+        done = subprocess.run(
+            [sys.executable, "-m", "flinkdoctor", "collect", "--rest", server.url, "-o", str(tmp_path / "b.tar.gz")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 3, done.stderr
+    assert "nothing collected from the JobManager" in done.stderr and "HTTP 401" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_logs_are_tailed_at_a_line_start(tmp_path):
     with ReplayServer(recording("2.1.1")) as server:
         result = collect(client(server.url), tmp_path / "b", folder_only=True, max_log_bytes=4096)

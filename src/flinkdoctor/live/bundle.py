@@ -65,9 +65,11 @@ def mask_json(node):
 class BundleWriter:
     """Writes one bundle folder; `finish` adds collect.json and collect.log and packs it."""
 
-    def __init__(self, folder: Path, meta: dict, secrets: tuple[str | None, ...] = ()):
+    def __init__(self, folder: Path, name: str, meta: dict, secrets: tuple[str | None, ...] = ()):
         self.folder = folder
+        self.name = name  # the archive's top folder
         self.folder.mkdir(parents=True)
+        self.written = 0
         self.meta = {"schema": SCHEMA, **meta, "started": utc_now()}
         self.requests: list[dict] = []
         self.lines: list[str] = []
@@ -91,6 +93,7 @@ class BundleWriter:
         for secret in self._secrets:
             data = data.replace(secret, MASK.encode())
         target.write_bytes(data)
+        self.written += 1
         return relative
 
     def write_json(self, relative: str, document) -> str:
@@ -109,7 +112,7 @@ class BundleWriter:
         with tarfile.open(partial, "w:gz") as tar:
             for path in sorted(self.folder.rglob("*")):
                 if path.is_file():
-                    tar.add(path, arcname=f"{self.folder.name}/{path.relative_to(self.folder).as_posix()}")
+                    tar.add(path, arcname=f"{self.name}/{path.relative_to(self.folder).as_posix()}")
         partial.replace(archive)
         shutil.rmtree(self.folder)
         return archive

@@ -8,6 +8,7 @@ become safe path parts. Only an unreachable JobManager (nothing at all can be co
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -141,8 +142,13 @@ class _Collector:
             if isinstance(names, list)
             else []
         )
-        if ids:
-            self.fetch(f"{path}?get={','.join(segment(i) for i in sorted(ids)[: ep.MAX_METRICS])}", relative, what)
+        query = ""
+        for metric in sorted(ids)[: ep.MAX_METRICS]:  # Flink's HTTP server refuses request lines over 4 KiB
+            if len(path) + len(query) + len(segment(metric)) > ep.MAX_QUERY:
+                break
+            query += ("," if query else "?get=") + segment(metric)
+        if query:
+            self.fetch(path + query, relative, what)
 
     def log_listing(self, tms: list[tuple[str, str]]) -> list[_Log]:
         """Every log file the JobManager and each TaskManager list, one copy of each file.
@@ -206,12 +212,12 @@ def collect(
     JobManager answers nothing at all."""
     started = time.perf_counter()
     out = Path(out)
-    folder = (
-        out if folder_only else out.with_name(out.name.removesuffix(".tar.gz").removesuffix(".tgz") + ".collecting")
-    )
+    name = out.name.removesuffix(".tar.gz").removesuffix(".tgz")
+    folder = out if folder_only else out.with_name(f".{name}.{os.getpid()}.{time.monotonic_ns()}.collecting")
     connection = client.connection
     bundle = BundleWriter(
         folder,
+        name,
         {"rest_url": redact(connection.url), "max_log_bytes": max_log_bytes},
         secrets=(connection.password, connection.token),
     )
@@ -219,6 +225,9 @@ def collect(
     try:
         progress(f"collecting from {redact(connection.url)}")
         found = collector.cluster()
+        if not bundle.written:
+            first = next((r for r in bundle.requests if r.get("error")), {})
+            raise Unreachable(first.get("path", "/"), first.get("error", "other"), first.get("message", "no answer"))
         job_ids = collector.jobs(found.get("jobs-overview"), jobs)
         tms = collector.taskmanagers(found.get("taskmanagers"))
         logs = collector.log_listing(tms)

@@ -127,7 +127,7 @@ def collect_or_exit(conn: Connection, out: Path, max_log_mb: float, jobs=()) -> 
             progress=lambda m: click.echo(f"flinkdoctor: {inert(m)}", err=True),
         )
     except Unreachable as err:
-        raise InputError(f"cannot reach the JobManager at {redact(conn.url)}: {err.kind}") from None
+        raise InputError(f"nothing collected from the JobManager at {redact(conn.url)}: {err}") from None
     for note in result.notes:
         click.echo(f"flinkdoctor: collect: {inert(note)}", err=True)
     click.echo(

@@ -44,3 +44,4 @@ ACTIVE_STATES = frozenset(
 MAX_JOBS = 20  # most recently modified first
 MAX_CHECKPOINT_DETAILS = 5  # the latest failed, completed and in-progress checkpoints
 MAX_METRICS = 200  # metric ids asked for in one ?get= request
+MAX_QUERY = 3500  # characters of path and query (Flink's HTTP server refuses request lines over 4096)
