@@ -362,3 +362,41 @@ def test_kubectl_output_beside_a_collected_bundle(tmp_path):
     assert "kubectl-get-pods.txt" in kinds  # read as text; its lines are counted, whatever kind it gets
     collected = {k for p, k in kinds.items() if p.startswith(result.path.name) and p.endswith(".log")}
     assert {"flink-jobmanager", "flink-taskmanager"} <= collected
+
+
+def test_webhook_posts_the_line_and_reports_failures():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from flinkdoctor.errors import UsageError
+    from flinkdoctor.live.webhook import Webhook
+
+    received = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            received.append((self.headers["Content-Type"], self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204 if len(received) == 1 else 500)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        hook = Webhook(f"http://user:pw@127.0.0.1:{httpd.server_address[1]}/hook", timeout=2)
+        assert hook.post('{"schema": "flinkdoctor.incident/v1"}') is None
+        problem = hook.post("{}")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert received[0] == ("application/json", b'{"schema": "flinkdoctor.incident/v1"}')
+    assert problem is not None and "HTTP 500" in problem and "pw" not in problem
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    refused = Webhook(f"http://127.0.0.1:{port}/", timeout=1).post("{}")
+    assert refused is not None and "failed" in refused
+    with pytest.raises(UsageError):
+        Webhook("file:///etc/passwd")

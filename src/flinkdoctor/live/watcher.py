@@ -69,6 +69,8 @@ class Watcher:
         listed = overview.get("jobs") if isinstance(overview, dict) else None
         jobs = [j for j in listed or [] if isinstance(j, dict) and isinstance(j.get("jid"), str)]
         now_ms = int(time.time() * 1000)
+        for gone in set(self.seen) - {j["jid"] for j in jobs}:  # a JobManager restarted without HA forgets jobs
+            del self.seen[gone]
         for job in sorted(jobs, key=lambda j: -_int(j.get("last-modification")))[: ep.MAX_JOBS]:
             if job.get("state") not in ep.ACTIVE_STATES:
                 self.seen.pop(job["jid"], None)
