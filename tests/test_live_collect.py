@@ -340,6 +340,8 @@ def test_collect_command(tmp_path):
         assert "Flink 2.1.1, 1 jobs, 1 TaskManagers, 5 logs" in done.stderr
         again = subprocess.run(run, capture_output=True, text=True, timeout=60)
         assert again.returncode == 2 and "exists" in again.stderr
+    unwritable = subprocess.run([*run[:-1], "/proc/no-such-dir/b.tar.gz"], capture_output=True, text=True, timeout=60)
+    assert unwritable.returncode == 2 and "cannot write the bundle" in unwritable.stderr
     both = subprocess.run(
         [sys.executable, "-m", "flinkdoctor", "diagnose", str(out), "--rest", "http://127.0.0.1:1"],
         capture_output=True,

@@ -128,6 +128,8 @@ def collect_or_exit(conn: Connection, out: Path, max_log_mb: float, jobs=()) -> 
         )
     except Unreachable as err:
         raise InputError(f"nothing collected from the JobManager at {redact(conn.url)}: {err}") from None
+    except OSError as err:
+        raise UsageError(f"cannot write the bundle {out}: {err.strerror or err}") from None
     for note in result.notes:
         click.echo(f"flinkdoctor: collect: {inert(note)}", err=True)
     click.echo(
