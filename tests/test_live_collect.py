@@ -402,3 +402,32 @@ def test_webhook_posts_the_line_and_reports_failures():
     assert refused is not None and "failed" in refused
     with pytest.raises(UsageError):
         Webhook("file:///etc/passwd")
+
+
+def test_processes_with_folders_of_their_own_keep_same_named_logs(tmp_path):
+    """Two TaskManagers on one host, each with its own log folder (YARN containers), both writing taskmanager.log:
+    both are kept; a shared folder (the standalone lab) is fetched once (test_collect_recorded_cluster)."""
+    rec = copy.deepcopy(recording("1.20.3"))
+    responses = rec["responses"]
+    tm_log = next(p for p in responses if p.endswith("taskexecutor-0-vm.log"))
+    jm_log = next(p for p in responses if p.endswith("standalonesession-0-vm.log"))
+    first = responses["/taskmanagers"]["body"]["taskmanagers"][0]
+    second = {**first, "id": "container_e01_1700000000000_0001_01_000003"}
+    responses["/taskmanagers"]["body"]["taskmanagers"].append(second)
+    responses["/jobmanager/logs"] = {"status": 200, "type": "json", "body": {"logs": [{"name": "jobmanager.log"}]}}
+    responses["/jobmanager/logs/jobmanager.log"] = responses[jm_log]
+    for tm in (first["id"], second["id"]):
+        responses[f"/taskmanagers/{tm}/logs"] = {
+            "status": 200,
+            "type": "json",
+            "body": {"logs": [{"name": "taskmanager.log", "size": len(responses[tm_log]["body"])}]},
+        }
+        responses[f"/taskmanagers/{tm}/logs/taskmanager.log"] = responses[tm_log]
+    with ReplayServer(rec) as server:
+        result = collect(client(server.url), tmp_path / "b", folder_only=True)
+    logs = sorted(p.relative_to(result.path).as_posix() for p in result.path.rglob("*.log") if p.name != "collect.log")
+    assert logs == [
+        "jobmanager/localhost/jobmanager.log",
+        "taskmanager/localhost/container_e01_1700000000000_0001_01_000003/taskmanager.log",
+        f"taskmanager/localhost/{safe_name(first['id'])}/taskmanager.log",
+    ]

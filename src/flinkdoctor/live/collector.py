@@ -9,6 +9,7 @@ become safe path parts. Only an unreachable JobManager (nothing at all can be co
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from .client import RestClient, RestError, Tail, redact, segment
 from .names import host_of, safe_name
 
 DEFAULT_MAX_LOG_BYTES = 64 * 1024 * 1024
+# the log of one Flink daemon, as bin/flink-daemon.sh names it: flink-<user>-<daemon>-<instance>-<host>.log
+DAEMON_LOG = re.compile(r"-(standalonesession|standalonejob|taskexecutor|zookeeper|historyserver|sql-gateway)-(\d+)-")
 
 
 @dataclass
@@ -153,29 +156,42 @@ class _Collector:
     def log_listing(self, tms: list[tuple[str, str]]) -> list[_Log]:
         """Every log file the JobManager and each TaskManager list, one copy of each file.
 
-        A standalone cluster on one host lists one shared log folder from every process: a file listed by several
-        processes on the same host with the same size is fetched once, from the process its name says wrote it."""
-        listings: list[tuple[str, str, str, str]] = [
-            ("jobmanager", self.client.connection.host, "", ep.JOBMANAGER_LOGS)
-        ]
+        Processes on one host that list the same file names, among them the logs of two Flink daemons
+        (flink-<user>-standalonesession-0-<host>.log and ...-taskexecutor-0-...), share one log folder (a standalone
+        cluster: the JobManager lists the TaskManagers' logs too, with sizes that grow between listings). Such a
+        folder's files are fetched once each, from the process its name says wrote it. Processes with folders of
+        their own (YARN containers, pods) keep every file, even when the names are the same (taskmanager.log)."""
+        listings = [("jobmanager", self.client.connection.host, "", ep.JOBMANAGER_LOGS)]
         listings += [("taskmanager", host, tm_id, ep.TASKMANAGER_LOGS.format(tm=segment(tm_id))) for tm_id, host in tms]
-        logs: dict[tuple[str, str, int | None], _Log] = {}
+        folders: dict[tuple[str, frozenset[str]], list[tuple[str, str, dict[str, int | None]]]] = {}
         for component, host, owner, path in listings:
             document = self.fetch(path, f"{component}-logs-{safe_name(owner or host)}", f"the {component} log list")
             entries = document.get("logs") if isinstance(document, dict) else None
-            for entry in entries or []:
-                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-                    continue
-                name, size = entry["name"], entry.get("size") if isinstance(entry.get("size"), int) else None
-                url = (
-                    ep.JOBMANAGER_LOG.format(name=segment(name))
-                    if component == "jobmanager"
-                    else ep.TASKMANAGER_LOG.format(tm=segment(owner), name=segment(name))
-                )
-                key = (host, name, size)
-                if key not in logs or _written_by(name) == component != logs[key].component:
-                    logs[key] = _Log(component, host, owner, name, size, url)
-        return list(logs.values())
+            files = {
+                e["name"]: e.get("size") if isinstance(e.get("size"), int) else None
+                for e in entries or []
+                if isinstance(e, dict) and isinstance(e.get("name"), str)
+            }
+            folders.setdefault((host, frozenset(files)), []).append((component, owner, files))
+        logs = []
+        for (host, names), group in folders.items():
+            shared = len({m.groups() for m in map(DAEMON_LOG.search, names) if m}) >= 2
+            for processes in [group] if shared else [[p] for p in group]:
+                logs += self._one_each(host, names, processes)
+        return logs
+
+    @staticmethod
+    def _one_each(host: str, names: frozenset[str], processes: list) -> list[_Log]:
+        logs = []
+        for name in sorted(names):
+            component, owner, files = next((p for p in processes if p[0] == _written_by(name)), processes[0])
+            url = (
+                ep.JOBMANAGER_LOG.format(name=segment(name))
+                if component == "jobmanager"
+                else ep.TASKMANAGER_LOG.format(tm=segment(owner), name=segment(name))
+            )
+            logs.append(_Log(component, host, owner, name, files[name], url))
+        return logs
 
     def fetch_log(self, log: _Log) -> bool:
         where = f"{log.component}/{safe_name(log.host)}" + (f"/{safe_name(log.owner)}" if log.owner else "")
