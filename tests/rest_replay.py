@@ -10,6 +10,7 @@ client; a test can make a path answer slowly, answer another status, or make a T
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import threading
 import time
@@ -29,7 +30,7 @@ class ReplayServer:
     slow: {path prefix: seconds to wait before answering}; status: {path prefix: status to answer instead};
     gone: path prefixes that answer 404 with Flink's error body once `gone_after` requests were served."""
 
-    def __init__(self, recording: dict):
+    def __init__(self, recording: dict, tls: tuple[Path, Path] | None = None):
         self.responses = recording["responses"]
         self.slow: dict[str, float] = {}
         self.status: dict[str, int] = {}
@@ -59,7 +60,13 @@ class ReplayServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.url = f"http://localhost:{self.httpd.server_address[1]}"  # as the lab names its JobManager
+        scheme = "http"
+        if tls:  # (certificate, key): serve https
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://localhost:{self.httpd.server_address[1]}"  # as the lab names its JobManager
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def answer(self, path: str) -> tuple[bytes, int, str]:

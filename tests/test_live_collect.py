@@ -431,3 +431,45 @@ def test_processes_with_folders_of_their_own_keep_same_named_logs(tmp_path):
         "taskmanager/localhost/container_e01_1700000000000_0001_01_000003/taskmanager.log",
         f"taskmanager/localhost/{safe_name(first['id'])}/taskmanager.log",
     ]
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for localhost (openssl), as a test JobManager with REST SSL would have."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_tls_verified_with_ca_file_refused_without(tmp_path, certificate):
+    cert, key = certificate
+    with ReplayServer(recording("2.1.1"), tls=(cert, key)) as server:
+        assert server.url.startswith("https://")
+        with pytest.raises(Unreachable) as err:
+            collect(client(server.url), tmp_path / "untrusted.tar.gz")
+        assert err.value.kind == "tls"
+        verified = collect(client(server.url, ca_file=str(cert)), tmp_path / "verified.tar.gz")
+        insecure = collect(client(server.url, insecure=True), tmp_path / "insecure.tar.gz")
+    assert verified.flink_version == insecure.flink_version == "2.1.1" and verified.logs == insecure.logs == 5
