@@ -142,8 +142,12 @@ class RestClient:
         except HTTPError as err:
             raise _error(path, err) from None
         if response.status != 200:
-            body = _read(response, 64 * 1024)
-            response.release_conn()
+            try:
+                body = _read(response, 64 * 1024)
+            except HTTPError:
+                body = b""  # the status says enough
+            finally:
+                response.release_conn()
             raise RestError(path, "http", f"HTTP {response.status}{_flink_error(body)}", response.status)
         return response
 
