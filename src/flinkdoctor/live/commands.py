@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from threading import Event
@@ -220,18 +221,20 @@ def watch_command(
     watcher = Watcher(
         RestClient(conn),
         WatchOptions(out_dir, interval, cooldown, int(max_log_mb * 2**20), max_incidents),
-        diagnose=spark_diagnosis(master),
+        diagnose=spark_diagnosis(master),  # replaced below, once the signal handlers are in place
         emit=emit,
         say=lambda m: click.echo(f"flinkdoctor: watch: {inert(m)}", err=True),
     )
     click.echo(f"flinkdoctor: watching {inert(redact(conn.url))} every {interval:g} s", err=True)
-    with stop_on_signals() as stop:
+    with stop_on_signals() as (stop, reinstall):
+        watcher.diagnose = spark_diagnosis(master, on_start=reinstall)
         watcher.run(stop)
     click.echo(f"flinkdoctor: watch stopped after {watcher.incidents} incidents", err=True)
 
 
-def spark_diagnosis(master: str | None):
-    """bundle -> incident summary, on one Spark session started at the first incident and kept."""
+def spark_diagnosis(master: str | None, on_start: Callable[[], None] = lambda: None):
+    """bundle -> incident summary, on one Spark session started at the first incident and kept; `on_start` runs
+    once it has started (PySpark installs its own SIGINT handler then)."""
     session = {}
 
     def run(bundle: Path) -> dict:
@@ -241,6 +244,7 @@ def spark_diagnosis(master: str | None):
 
         if "spark" not in session:
             session["spark"] = spark_session(master) if master else spark_session()
+            on_start()
         return summary(diagnose([bundle], spark=session["spark"]).to_dict())
 
     return run
@@ -248,7 +252,9 @@ def spark_diagnosis(master: str | None):
 
 @contextmanager
 def stop_on_signals():
-    """An Event set by the first SIGINT or SIGTERM; a second one interrupts whatever runs."""
+    """(an Event set by the first SIGINT or SIGTERM, a function that installs the handlers again); a second
+    signal interrupts whatever runs. PySpark replaces the SIGINT handler when its context starts: install again
+    after that."""
     stop = Event()
 
     def handler(signum, frame):
@@ -257,9 +263,14 @@ def stop_on_signals():
         stop.set()
         click.echo("flinkdoctor: watch: stopping (after the incident in hand, if any)", err=True)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    def install() -> None:
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, handler)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    install()
     try:
-        yield stop
+        yield stop, install
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
