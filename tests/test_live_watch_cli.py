@@ -52,7 +52,9 @@ def test_watch_reports_an_incident_and_stops_on_ctrl_c(tmp_path):
     (line,) = out.read_text().splitlines()
     incident = json.loads(line)
     assert incident["schema"] == "flinkdoctor.incident/v1" and incident["job"]["id"] == job
-    assert [t["kind"] for t in incident["triggers"]] == ["job-restarting"]
+    kinds = [t["kind"] for t in incident["triggers"]]
+    # the recording also holds a checkpoint IN_PROGRESS since it was recorded: by now far past its 5 s timeout
+    assert kinds[0] == "job-restarting" and set(kinds) <= {"job-restarting", "checkpoint-slow"}, kinds
     assert incident["flink_version"] == "2.1.1" and "error" not in incident
     assert incident["root_causes"][0]["category"] == "checkpoint-timeout", incident["root_causes"]
     assert os.path.exists(incident["bundle"])
