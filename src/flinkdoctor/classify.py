@@ -14,6 +14,9 @@ import yaml
 HEAD_BYTES = 256 * 1024
 MAX_JSON_BYTES = 64 * 1024 * 1024
 CONFIG_NAMES = ("flink-conf.yaml", "config.yaml")
+# First line of the log `flinkdoctor collect` writes about its own work (what it could not fetch, what it cut):
+# a note for the reader of the bundle, not evidence about the cluster.
+COLLECT_LOG_MARKER = b"# flinkdoctor collect log"
 
 # Content markers per source kind: a marker that occurs in a source's first lines votes for its kind.
 KIND_MARKERS: dict[str, tuple[str, ...]] = {

@@ -1,4 +1,4 @@
-"""Command line: `flinkdoctor diagnose` and `flinkdoctor rules`.
+"""Command line: `flinkdoctor diagnose`, `collect`, `watch` and `rules`.
 
 Exit codes (errors.py): 0 analysis done; 1 with --fail-on and a matching root cause; 2 usage error (checked before
 Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, the traceback in a log file).
@@ -19,6 +19,14 @@ import click
 from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, RuleError, UsageError
 from .inert import inert
 from .ingest import DEFAULT_MAX_UNPACKED
+from .live.commands import (
+    collect_command,
+    collect_or_exit,
+    connection,
+    default_bundle_path,
+    rest_options,
+    watch_command,
+)
 from .options import check_flink_version, check_timezone, check_year
 from .rulebook import load_rules
 
@@ -62,8 +70,13 @@ def cli():
     """Find the root cause of an Apache Flink incident in its logs."""
 
 
+cli.add_command(collect_command)
+cli.add_command(watch_command)
+
+
 @cli.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
+@rest_options(required=False)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--work-dir",
@@ -128,8 +141,12 @@ def diagnose(
     max_unpacked,
     master,
     remote,
+    rest,
+    max_log_mb,
+    **connection_options,
 ):
-    """Diagnose a bundle: folders, archives (.tar.gz .tgz .zip .gz) or single log files."""
+    """Diagnose a bundle: folders, archives (.tar.gz .tgz .zip .gz) or single log files; or, with --rest, a bundle
+    collected from a running cluster first (kept beside you, as `flinkdoctor collect` writes it)."""
     from .pipeline import diagnose as run
     from .views import render_json, render_terminal
     from .vocabulary import CATEGORIES
@@ -140,7 +157,12 @@ def diagnose(
             f"--fail-on: unknown categor{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
             "(use 'any' or a category from `flinkdoctor rules list`)"
         )
+    if bool(paths) == bool(rest):
+        raise UsageError("give either bundle paths or --rest URL")
     rules = _load_or_exit(rules_dirs)
+    if rest:
+        conn = connection(rest, **connection_options)
+        paths = (str(collect_or_exit(conn, default_bundle_path(conn), max_log_mb).path),)
     spark = None
     if master or remote:
         from .spark import spark_session

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from . import yarn
 from .archives import Budget, is_archive, unpack
-from .classify import HEAD_BYTES, classify, structured
+from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, structured
 from .errors import InputError
 from .layouts import detect_layout
 from .rest import render, rest_events
@@ -116,7 +116,9 @@ class _Walker:
         except (OSError, EOFError, zlib.error) as err:
             self.skip(display or path.name, f"cannot read: {getattr(err, 'strerror', None) or err}")
             return
-        if yarn.looks_aggregated(head):
+        if head.startswith(COLLECT_LOG_MARKER):
+            self.skip(display, "flinkdoctor collect's own log (what it could not fetch), not evidence")
+        elif yarn.looks_aggregated(head):
             self.split_yarn(path, display)
         else:
             self.add_text(path, display, head, compressed=compressed)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -158,9 +158,17 @@ def check_expectations(run_dir: Path, scenario: Scenario) -> list[dict]:
 
 
 def run_scenario(
-    name: str, version: str, out: Path, tar: bool = False, progress: Callable[[str], None] = print
+    name: str,
+    version: str,
+    out: Path,
+    tar: bool = False,
+    progress: Callable[[str], None] = print,
+    while_up: Callable[[Run], AbstractContextManager] | None = None,
 ) -> dict:
     """Run scenario `name` on Flink `version`; return lab.json's content (with 'bundle' = path).
+
+    `while_up(run)`: a context manager entered once the job is submitted and left after the fault (before the job
+    is cancelled and the cluster stopped), for tests that watch or collect from the live cluster meanwhile.
 
     Raises LabError when Flink or the jobs jar cannot be prepared, or when the run fails (after it has
     stopped every process and written the partial bundle)."""
@@ -211,8 +219,9 @@ def run_scenario(
                 ),
                 60,
             )
-            scenario.inject(run)
-            run.snapshot("end")
+            with while_up(run) if while_up else nullcontext():
+                scenario.inject(run)
+                run.snapshot("end")
             run.cancel()
     except Exception as e:  # noqa: BLE001 (any failure: keep what Flink wrote; Ctrl-C just stops)
         error = f"{type(e).__name__}: {e}"
