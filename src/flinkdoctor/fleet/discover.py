@@ -46,5 +46,6 @@ def content_digest(path: Path) -> str:
     for file in files:
         digest.update(file.relative_to(path).as_posix().encode() + b"\0" if file != path else b"\0")
         with open(file, "rb") as handle:
-            digest.update(hashlib.file_digest(handle, "sha256").digest())
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
     return digest.hexdigest()

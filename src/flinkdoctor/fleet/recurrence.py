@@ -5,8 +5,9 @@ Findings are grouped by (kind, key); within a group, instances are linked when t
 apart (single linkage, so a stall that repeats every few minutes stays one incident); a linked run that spans
 at least `min_jobs` bundles is an incident. A job counts as hit by a cause it shows, or by a symptom when its
 run failed (a symptom in a run that did not fail, such as a checkpoint declined while a healthy job is
-cancelled, is not a hit). Context findings never count; findings without a time cannot be placed. The same jobs and window seen through several keys (the storage
-and the host of a one-host cluster) are one incident with every key listed.
+cancelled, is not a hit). Context findings never count; findings without a time cannot be placed. The
+same jobs and window seen through several keys (the storage and the host of a one-host cluster) are one
+incident with every key listed.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
+from datetime import timezone as tz
 from pathlib import Path
 
 from ..correlate import correlate
@@ -63,7 +64,7 @@ def run_fleet(
 ) -> RunResult:
     """Diagnose the bundles under `roots` not yet in the lake and append them to it."""
     started = time.perf_counter()
-    run = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    run = datetime.now(tz.utc).strftime("%Y%m%dT%H%M%SZ")
     result = RunResult(run)
     bundles = discover(roots)
     known = {row["digest"] for row in lake.read(lake_dir, "bundles", ["digest"])}
@@ -200,7 +201,7 @@ def _write(spark, lake_dir, run: str, items: list[Ingested], reports: dict, even
     """The run's rows in every table; bundles last, so a run cut short is re-done in full next time."""
     by_rule = {rule.id: rule for rule in rules}
     paths = {s.id: s.path for s in manifest.sources}
-    now = datetime.now(UTC).replace(tzinfo=None)
+    now = datetime.now(tz.utc).replace(tzinfo=None)
     finding_rows, diagnosis_rows, bundle_rows = [], [], []
     for item in items:
         bundle = item.bundle
