@@ -112,7 +112,7 @@ def test_rerun_processes_only_new_bundles(fleet, spark, rules, tmp_path):
     base, plan, first = fleet
     lake_dir = tmp_path / "lake"
     shutil.copytree(base / "lake", lake_dir)
-    more = generate(tmp_path / "more", 15, seed=99)
+    more = generate(tmp_path / "more", 20, seed=99)  # its last runs before the cut archive are healthy
     grown = tmp_path / "root"
     shutil.copytree(base / "root", grown)
     shutil.copytree(tmp_path / "more" / more["bundles"][-2], grown / "job-0901")  # a healthy run, new content
@@ -148,3 +148,17 @@ def test_recurrence_links_within_the_window_and_ignores_healthy_symptoms():
     assert detect(symptoms, healthy=frozenset({"b"})) == []
     assert len(detect(symptoms)) == 1
     assert detect([row("a", 0, "context"), row("b", 1, "context")]) == []
+
+
+def test_cli_query_and_usage(fleet, capsys):
+    import json
+
+    from flinkdoctor.cli import main
+
+    base, plan, _ = fleet
+    main(["fleet", "query", str(base / "lake"), "--had", "kernel-soft-lockup", "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 6 and {"worker-h1"} <= {h for r in rows for h in r["hosts"]}
+    with pytest.raises(SystemExit) as done:
+        main(["fleet", "query", str(base / "lake")])
+    assert done.value.code == 2

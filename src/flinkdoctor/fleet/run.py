@@ -116,8 +116,9 @@ def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacke
             continue
         try:
             manifest = ingest([item.bundle.path], work / "bundles" / str(number), year=year, max_unpacked=max_unpacked)
-        except (FlinkdoctorError, OSError) as err:
-            reason = str(err).replace(str(item.bundle.path), item.bundle.name)
+        except Exception as err:  # noqa: BLE001 - one bundle never stops the fleet: recorded with its reason
+            reason = str(err) if isinstance(err, (FlinkdoctorError, OSError)) else f"{type(err).__name__}: {err}"
+            reason = reason.replace(str(item.bundle.path), item.bundle.name)
             item.status, item.reason = "failed", reason.removeprefix(f"{item.bundle.name}: ")
             continue
         for source in manifest.sources:
