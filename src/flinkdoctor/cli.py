@@ -1,4 +1,4 @@
-"""Command line: `flinkdoctor diagnose`, `collect`, `watch` and `rules`.
+"""Command line: `flinkdoctor diagnose`, `collect`, `watch`, `rules` and `fleet` (fleet/commands.py).
 
 Exit codes (errors.py): 0 analysis done; 1 with --fail-on and a matching root cause; 2 usage error (checked before
 Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, the traceback in a log file).
@@ -308,6 +308,15 @@ def rules_test(path):
         + (f" ({len(gaps)} rules with a known gap: {', '.join(gaps)})" if gaps else "")
     )
     sys.exit(1 if failed else 0)
+
+
+def _register_fleet() -> None:
+    from .fleet.commands import fleet
+
+    cli.add_command(fleet)
+
+
+_register_fleet()
 
 
 def _load_or_exit(dirs):

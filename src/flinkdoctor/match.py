@@ -201,7 +201,6 @@ def collect_findings(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keys = ["sid", "block", "first_rel", "rule"]
     found = match_events(events, rules, manifest, detail=False).persist(StorageLevel.MEMORY_AND_DISK)
     rows = found.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
     if len(rows) > FEW:
@@ -216,6 +215,14 @@ def collect_findings(
         for row in rows:
             counts[row.rule] = counts.get(row.rule, 0) + 1
     found.unpersist()
+    return detail_findings(events, rules, blocks, manifest, rows), counts
+
+
+def detail_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest, rows: list) -> list[Finding]:
+    """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order."""
+    from pyspark.sql import functions as F
+
+    keys = ["sid", "block", "first_rel", "rule"]
     spark = events.sparkSession
     chosen = spark.createDataFrame(
         [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, rule string"
@@ -252,7 +259,7 @@ def collect_findings(
             )
         )
     findings.sort(key=lambda f: (f.time is None, f.time or datetime.min, f.sid, f.line))
-    return findings, counts
+    return findings
 
 
 def keep_applicable(

@@ -1,0 +1,69 @@
+"""The lake: four Parquet tables under one folder, each partitioned by `run` (the UTC time a fleet run
+started, e.g. run=20261123T081500Z), readable by Spark, DuckDB, pandas or pyarrow.
+
+    bundles    one row per bundle seen: its content digest (the key a re-run skips on), status ok | failed |
+               duplicate with the reason, verdict, Flink version, line counts, time range, and the
+               infrastructure it ran on (hosts, storage authorities, ZooKeeper quorums, Kafka brokers)
+    events     the events kept for matching (those holding some rule's literals), with the bundle, source
+               path and file line numbers; text masked as in every flinkdoctor output
+    findings   the matched evidence: per bundle and rule its exact count and up to 40 earliest and 40 latest
+               instances, with time, host, job id, storage authority and the line
+    diagnoses  the root causes of each bundle, ranked as `diagnose` ranks them
+
+The DDL strings below are the schema; README (Fleet) shows queries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TABLES = {
+    "bundles": (
+        "bundle_id string, digest string, name string, path string, status string, reason string, "
+        "verdict string, flink_version string, files int, lines long, lines_unparsed long, skipped int, "
+        "first_time timestamp, last_time timestamp, hosts array<string>, job_ids array<string>, "
+        "storage array<string>, zookeeper array<string>, kafka array<string>, root_causes array<string>, "
+        "processed_at timestamp, run string"
+    ),
+    "events": (
+        "bundle_id string, sid int, path string, line long, last_line long, time timestamp, level string, "
+        "logger string, thread string, host string, message string, text string, sigs array<int>, run string"
+    ),
+    "findings": (
+        "bundle_id string, rule string, category string, role string, count long, sid int, path string, "
+        "line long, time timestamp, host string, job_id string, checkpoint_id string, container_id string, "
+        "hdfs_path string, storage string, zookeeper string, kafka string, text string, run string"
+    ),
+    "diagnoses": (
+        "bundle_id string, rank int, rule string, category string, title string, confidence double, "
+        "count long, first_seen string, host string, chain array<string>, derived boolean, verdict string, "
+        "run string"
+    ),
+}
+
+
+def table_path(lake: str | Path, table: str) -> Path:
+    return Path(lake) / table
+
+
+def columns(table: str) -> list[str]:
+    return [part.strip().split(" ", 1)[0] for part in TABLES[table].split(", ")]
+
+
+def append(spark, lake: str | Path, table: str, rows: list[dict]) -> None:
+    """Append rows (dicts with every column) as a new `run` partition."""
+    if rows:
+        names = columns(table)
+        frame = spark.createDataFrame([tuple(row[name] for name in names) for row in rows], TABLES[table])
+        frame.write.mode("append").partitionBy("run").parquet(str(table_path(lake, table)))
+
+
+def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=None) -> list[dict]:
+    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table); [] when it is absent."""
+    import pyarrow.dataset as ds
+
+    path = table_path(lake, table)
+    if not path.is_dir():
+        return []
+    data = ds.dataset(str(path), format="parquet", partitioning="hive")
+    return data.to_table(columns=columns, filter=filter).to_pylist()
