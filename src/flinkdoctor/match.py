@@ -230,7 +230,8 @@ def collect_findings(
     findings = []
     for row in detailed:
         source = sources[row.sid]
-        line = source.fixed_line or source.line_offset + offsets.get((row.sid, row.block), 0) + row.first_rel + row.idx
+        event_line = offsets.get((row.sid, row.block), 0) + row.first_rel  # in the staged file
+        line = source.file_line(event_line + row.idx)
         findings.append(
             Finding(
                 rule=row.rule,
@@ -246,7 +247,7 @@ def collect_findings(
                 container_id=row.container_id,
                 level=row.level,
                 event_text=row.event_text or "",
-                event_line=line - row.idx if not source.fixed_line else line,
+                event_line=source.file_line(event_line),
                 event_lines=row.event_lines or 1,
             )
         )
