@@ -103,8 +103,9 @@ def test_container_runtime_wrappers_are_taken_off(name):
     assert line_map.original_lines == len(wrapped)
     for number in range(1, len(lines) + 1):  # each line cites the wrapper line it starts on
         head = lines[number - 1][:100]
-        assert json.dumps(head)[1:-1][:60] in wrapped[line_map.original(number) - 1] or head[:60] in (
-            wrapped[line_map.original(number) - 1]
+        assert (
+            json.dumps(head)[1:-1][:60] in wrapped[line_map.original(number) - 1]
+            or head[:60] in (wrapped[line_map.original(number) - 1])
         )
 
 

@@ -115,7 +115,8 @@ def counters(manifest: Manifest, stats: dict) -> dict:
             source.lines, source.unparsed = s["lines"], s["unparsed"]
             if source.line_map is not None:  # read into another shape: count the original's lines
                 source.lines = source.line_map.original_lines
-                source.unparsed = min(source.lines, source.line_map.original(s["unparsed"] + 1) - 1) if s["unparsed"] else 0
+                before = source.line_map.original(s["unparsed"] + 1) - 1  # lines before the first placed one
+                source.unparsed = min(source.lines, before) if s["unparsed"] else 0
         else:
             events += 1 if source.lines else 0  # a JSON document, a config file, a YARN log's framing
         lines += source.lines

@@ -18,7 +18,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -199,7 +199,7 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
     score = _score(lines)
     for _ in range(MAX_ROUNDS):
         best: tuple[int, str, list[str]] | None = None
-        candidates = [(s.id, s) for s in shapes.strips]
+        candidates: list[tuple[str, Strip | None]] = [(s.id, s) for s in shapes.strips]
         indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
         if indent:
             candidates.append((f"indent:{indent}", None))
@@ -294,7 +294,7 @@ def _json_records(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterat
             yield number, None, line
             continue
         records, complete = _decode_all(decoder, text, shapes)
-        if complete:
+        if complete and records is not None:
             for record in records:
                 yield pending[0][0], record, ""
             pending = []
@@ -309,7 +309,8 @@ def _json_records(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterat
 def _decode_all(decoder: json.JSONDecoder, text: str, shapes: Shapes) -> tuple[list[dict] | None, bool]:
     """(records, complete): every JSON object of `text`; complete False when the text ends inside one (join
     more), records None when it is not JSON records at all."""
-    records, at, end = [], 0, len(text)
+    records: list[dict] = []
+    at, end = 0, len(text)
     while True:
         while at < end and text[at] in " \t\r":
             at += 1
@@ -352,14 +353,14 @@ def _time(value: Any) -> str | None:
     try:
         if isinstance(value, dict):  # log4j JsonLayout: {"epochSecond": s, "nanoOfSecond": n}
             stamp = datetime.fromtimestamp(
-                int(value["epochSecond"]) + int(value.get("nanoOfSecond", 0)) / 1e9, UTC
+                int(value["epochSecond"]) + int(value.get("nanoOfSecond", 0)) / 1e9, timezone.utc
             )
         elif isinstance(value, int | float) and not isinstance(value, bool):
             seconds = value / 1e9 if value > 1e16 else value / 1e3 if value > 1e11 else value
-            stamp = datetime.fromtimestamp(seconds, UTC)
+            stamp = datetime.fromtimestamp(seconds, timezone.utc)
         elif isinstance(value, str):
             stamp = datetime.fromisoformat(value.strip().replace(",", ".", 1) if "T" not in value else value.strip())
-            stamp = stamp.astimezone(UTC) if stamp.tzinfo else stamp
+            stamp = stamp.astimezone(timezone.utc) if stamp.tzinfo else stamp
         else:
             return None
     except (ValueError, KeyError, TypeError, OverflowError, OSError):
