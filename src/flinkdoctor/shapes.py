@@ -158,6 +158,8 @@ def plan(head: bytes) -> Plan | None:
 
 
 def _wrapper(lines: list[str], shapes: Shapes) -> str | None:
+    if not (shapes.cri.match(lines[0]) or lines[0].startswith('{"')):  # the first line tells, cheaply
+        return None
     if _share(lines, lambda line: shapes.cri.match(line) is not None) >= 0.8:
         return "cri"
     if _share(lines, lambda line: _docker(line, shapes) is not None) >= 0.8:
@@ -176,6 +178,8 @@ def _records(lines: list[str], shapes: Shapes) -> tuple[str | None, bool]:
         records = [record for _, record, _ in read if record is not None]
         if records and len(read) - len(records) <= 0.5 * len(lines):
             return "json", any(_first(record, shapes.fields["time"]) is not None for record in records)
+    if _logfmt(lines[0]) is None:
+        return None, True
     parsed = [_logfmt(line) for line in lines]
     good = [p for p in parsed if p and _first(p, shapes.fields["message"]) is not None]
     if len(good) >= 0.5 * len(lines):
@@ -196,7 +200,7 @@ def _score(lines: list[str]) -> int:
 def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
     """The strips that make the sample more readable, greedily, best first."""
     chosen: list[str] = []
-    score = _score(lines)
+    score: int | None = None  # scored only when some strip fits a line: most files pay nothing more
     for _ in range(MAX_ROUNDS):
         best: tuple[int, str, list[str]] | None = None
         candidates: list[tuple[str, Strip | None]] = [(s.id, s) for s in shapes.strips]
@@ -206,6 +210,7 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
         for strip_id, strip in candidates:
             if strip is not None and not any(strip.prefix.match(line) for line in lines):
                 continue
+            score = _score(lines) if score is None else score
             stripped = [_apply(strip_id, strip, line) for line in lines]
             new = _score(stripped)
             if new > score and (best is None or new > best[0]):
