@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +199,24 @@ def test_a_source_without_times_is_matched_and_said_to_be_unplaced(diagnose_bund
     assert source["untimed"] is True and source["shape"] == "stripped quote"
     assert report["root_causes"] and report["root_causes"][0]["first_seen"] is None
     assert report["root_causes"][0]["evidence"][0]["line"] == 1
+
+
+def test_ingest_stages_the_copy_and_keeps_the_map(tmp_path):
+    """Staging (driver only): the copy is what Spark reads, the layout is set, file_line cites the original."""
+    from flinkdoctor.ingest import ingest
+
+    manifest = ingest([SHAPES / "json", SHAPES / "wrapped"], tmp_path / "work")
+    by_name = {s.path: s for s in manifest.sources}
+    ecs = by_name["json/jobmanager-ecs.json"]
+    assert (ecs.shape, ecs.layout, ecs.kind) == ("json records", "shape-record", "flink-jobmanager")
+    staged = _lines(Path(ecs.staged))
+    error = next(i for i, line in enumerate(staged, 1) if line.startswith("Caused by: java.io.IOException"))
+    assert "Caused by: java.io.IOException" in line_at(SHAPES / "json/jobmanager-ecs.json", ecs.file_line(error))
+    plain = by_name["json/jobmanager.log"]
+    assert plain.shape is None and plain.line_map is None and Path(plain.staged).is_symlink()
+    cri = by_name["wrapped/taskmanager.cri.log"]
+    assert (cri.shape, cri.layout, cri.kind) == ("cri", "flink-log4j2", "flink-taskmanager")
+    assert cri.line_map is not None and cri.line_map.original_lines == len(
+        _lines(SHAPES / "wrapped/taskmanager.cri.log")
+    )
+    assert (SHAPES / "wrapped/taskmanager.cri.log").read_bytes().startswith(b"20")  # the input is untouched

@@ -46,10 +46,11 @@ class Strip:
     suffix: re.Pattern | None = None
 
     def apply(self, line: str) -> str:
-        stripped = self.prefix.sub("", line, count=1)
-        if stripped is not line and self.suffix is not None:
-            stripped = self.suffix.sub("", stripped, count=1)
-        return stripped
+        m = self.prefix.match(line)
+        if m is None:
+            return line
+        stripped = line[m.end() :]
+        return self.suffix.sub("", stripped, count=1) if self.suffix is not None else stripped
 
 
 @dataclass(frozen=True)
