@@ -6,8 +6,10 @@ second matcher that could drift from the product.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from .ingest import Manifest
 from .prefilter import signature_numbers
@@ -54,6 +56,13 @@ class Finding:
     event_text: str = ""
     event_line: int = 0
     event_lines: int = 1
+    # file line of the event's i-th line (0-based) when the source was read into another shape (shapes.py): its
+    # lines are then not consecutive lines of the file
+    line_of: Callable[[int], int] | None = field(default=None, repr=False, compare=False)
+
+    def event_file_line(self, i: int) -> int:
+        """The file line of the event's i-th line (0-based)."""
+        return self.line_of(i) if self.line_of else self.event_line + i
 
 
 def sql_str(text: str) -> str:
@@ -249,10 +258,15 @@ def collect_findings(
                 event_text=row.event_text or "",
                 event_line=source.file_line(event_line),
                 event_lines=row.event_lines or 1,
+                line_of=partial(_shifted, source.file_line, event_line) if source.line_map is not None else None,
             )
         )
     findings.sort(key=lambda f: (f.time is None, f.time or datetime.min, f.sid, f.line))
     return findings, counts
+
+
+def _shifted(file_line: Callable[[int], int], first: int, i: int) -> int:
+    return file_line(first + i)
 
 
 def keep_applicable(
