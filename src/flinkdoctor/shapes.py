@@ -26,7 +26,9 @@ from typing import Any
 
 import yaml
 
+from .errors import RuleError
 from .layouts import load_layouts
+from .regexes import nested_quantifier
 
 SAMPLE_LINES = 400  # head lines the shape is decided on
 MAX_JOIN_LINES = 200  # a record (CRI/Docker partial lines, a terminal-wrapped JSON object) spans at most this many
@@ -62,6 +64,18 @@ class Shapes:
     strips: tuple[Strip, ...]
 
 
+def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
+    """A shape's regex, refused (with where it is) when it is bad or can backtrack catastrophically."""
+    try:
+        compiled = re.compile(regex)
+    except re.error as err:
+        raise RuleError(f"{path}: {where}: bad regex {regex!r}: {err}") from None
+    danger = nested_quantifier(regex)
+    if danger:
+        raise RuleError(f"{path}: {where}: {regex!r} can backtrack catastrophically: {danger}")
+    return compiled
+
+
 @cache
 def load_shapes() -> Shapes:
     path = Path(str(resources.files("flinkdoctor").joinpath("layouts/shapes.yaml")))
@@ -69,11 +83,15 @@ def load_shapes() -> Shapes:
     records = dict(data["records"])
     levels = {str(k).lower(): str(v) for k, v in records.pop("levels").items()}
     strips = tuple(
-        Strip(s["id"], re.compile(s["prefix"]), re.compile(s["suffix"]) if s.get("suffix") else None)
+        Strip(
+            s["id"],
+            _compiled(path, f"strip {s['id']}", s["prefix"]),
+            _compiled(path, f"strip {s['id']}", s["suffix"]) if s.get("suffix") else None,
+        )
         for s in data["strips"]
     )
     return Shapes(
-        cri=re.compile(data["wrappers"]["cri"]["regex"]),
+        cri=_compiled(path, "wrapper cri", data["wrappers"]["cri"]["regex"]),
         docker_keys=tuple(data["wrappers"]["docker-json"]["keys"]),
         fields={name: tuple(map(str, names)) for name, names in records.items()},
         levels=levels,
