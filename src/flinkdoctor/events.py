@@ -138,10 +138,8 @@ def block_offsets(blocks: dict) -> dict[tuple[int, int], int]:
 
 def file_line(source: Source, offsets: dict[tuple[int, int], int], block: int, rel: int) -> int:
     """The line number, in the file the user has, of line `rel` of range `block` of `source` (`first_rel`,
-    `last_rel`; a derived source's events all point at their JSON document's line)."""
-    if source.fixed_line:
-        return source.fixed_line
-    return source.line_offset + offsets.get((source.id, block), 0) + rel
+    `last_rel`): Source.file_line maps it through a normalised copy's line map and a derived source's fixed line."""
+    return source.file_line(offsets.get((source.id, block), 0) + rel)
 
 
 def _sid_in(ids: list[int]) -> Column:

@@ -209,12 +209,12 @@ def _line_numbers(finding: Finding, lines: list[str], max_event_lines: int) -> l
     """File line of each line of the kept event text: the head counts from the event's first line, the tail
     (after OMITTED) back from its last; unknown when the event was longer than the text kept of it."""
     if OMITTED not in lines:
-        return [finding.event_line + i if finding.event_line else None for i in range(len(lines))]
+        return [finding.event_file_line(i) if finding.event_line else None for i in range(len(lines))]
     cut = lines.index(OMITTED)
-    head: list[int | None] = [finding.event_line + i if finding.event_line else None for i in range(cut)]
-    last = finding.event_line + finding.event_lines - 1
+    head: list[int | None] = [finding.event_file_line(i) if finding.event_line else None for i in range(cut)]
+    last = finding.event_lines - 1
     exact = finding.event_line and finding.event_lines <= max_event_lines
-    tail = [last - (len(lines) - 1 - i) if exact else None for i in range(cut + 1, len(lines))]
+    tail = [finding.event_file_line(last - (len(lines) - 1 - i)) if exact else None for i in range(cut + 1, len(lines))]
     return [*head, None, *tail]
 
 

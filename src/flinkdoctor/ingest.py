@@ -21,7 +21,8 @@ from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, structured
 from .errors import InputError
 from .layouts import detect_layout
 from .rest import render, rest_events
-from .staging import stage
+from .shapes import LineMap, is_record, plan
+from .staging import restage, stage
 from .workdir import fresh_folder, remove
 
 DEFAULT_MAX_UNPACKED = 20 * 1024**3
@@ -49,12 +50,21 @@ class Source:
     encoding: str | None = None  # when not UTF-8 (decoded while staging)
     truncated: str | None = None  # why the source ends early (a cut .gz), when it does
     split_lines: int = 0  # over-long lines split into pieces while staging
+    shape: str | None = None  # how staging read an unusual shape (shapes.py): "cri, json records", ...
     document: object = field(default=None, repr=False)  # parsed JSON / config, for the analyzers
+    line_map: LineMap | None = field(default=None, repr=False)  # staged line -> line of `path` (shapes.py)
 
     def summary(self) -> dict:
         data = asdict(self)
         data.pop("document")
+        data.pop("line_map")
         return data
+
+    def file_line(self, staged_line: int) -> int:
+        """The line of `path` that staged line `staged_line` (1-based) came from: what evidence cites."""
+        if self.fixed_line:
+            return self.fixed_line
+        return self.line_offset + (self.line_map.original(staged_line) if self.line_map else staged_line)
 
 
 @dataclass
@@ -187,6 +197,8 @@ class _Walker:
         )
         name = (logtype or PurePosixPath(display).name).lower()
         found = structured(path, name, head, compressed)
+        if found is not None and is_record(found[1]):
+            found = None  # one JSON log record, not a REST document: read it as a JSON-lines log
         if found is not None:
             source.kind, source.document, source.lines = found
             self.sources.append(source)
@@ -210,6 +222,10 @@ class _Walker:
             self.budget.charge(staged.size, display)
         if staged.truncated:
             self.skip(display, staged.truncated)
+        shape = None if b"\x00" in staged.head[:8192] else plan(staged.head)
+        if shape is not None:  # wrapped, structured or decorated: read into plain text once, here
+            staged, source.line_map = restage(staged, shape)
+            source.shape = shape.describe()
         head = staged.head
         source.encoding = None if staged.encoding == "utf-8" else staged.encoding
         source.truncated, source.split_lines = staged.truncated, staged.split_lines
@@ -218,7 +234,7 @@ class _Walker:
         else:
             self.years += [int(y) for y in YEAR_RE.findall(head[:65536])[:1]]
             text = head.decode("utf-8", "replace")
-            source.layout = detect_layout(text.splitlines()[:2000])
+            source.layout = (shape and shape.layout) or detect_layout(text.splitlines()[:2000])
             source.kind = classify(name, text, source.layout)
             if source.layout == "syslog" and source.host is None:
                 m = SYSLOG_HOST.match(text)

@@ -6,10 +6,12 @@ second matcher that could drift from the product.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
-from .events import block_offsets, file_line
+from .events import block_offsets
 from .ingest import Manifest
 from .prefilter import signature_numbers
 from .regexes import python_regex
@@ -55,6 +57,13 @@ class Finding:
     event_text: str = ""
     event_line: int = 0
     event_lines: int = 1
+    # file line of the event's i-th line (0-based) when the source was read into another shape (shapes.py): its
+    # lines are then not consecutive lines of the file
+    line_of: Callable[[int], int] | None = field(default=None, repr=False, compare=False)
+
+    def event_file_line(self, i: int) -> int:
+        """The file line of the event's i-th line (0-based)."""
+        return self.line_of(i) if self.line_of else self.event_line + i
 
 
 def sql_str(text: str) -> str:
@@ -238,7 +247,8 @@ def detail_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest,
     findings = []
     for row in detailed:
         source = sources[row.sid]
-        line = file_line(source, offsets, row.block, row.first_rel + row.idx)
+        event_line = offsets.get((row.sid, row.block), 0) + row.first_rel  # in the staged file
+        line = source.file_line(event_line + row.idx)
         findings.append(
             Finding(
                 rule=row.rule,
@@ -254,12 +264,17 @@ def detail_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest,
                 container_id=row.container_id,
                 level=row.level,
                 event_text=row.event_text or "",
-                event_line=line - row.idx if not source.fixed_line else line,
+                event_line=source.file_line(event_line),
                 event_lines=row.event_lines or 1,
+                line_of=partial(_shifted, source.file_line, event_line) if source.line_map is not None else None,
             )
         )
     findings.sort(key=lambda f: (f.time is None, f.time or datetime.min, f.sid, f.line))
     return findings
+
+
+def _shifted(file_line: Callable[[int], int], first: int, i: int) -> int:
+    return file_line(first + i)
 
 
 def keep_applicable(

@@ -113,6 +113,10 @@ def counters(manifest: Manifest, stats: dict) -> dict:
         if source.staged:
             s = stats.get(source.id, {"lines": 0, "unparsed": 0})
             source.lines, source.unparsed = s["lines"], s["unparsed"]
+            if source.line_map is not None:  # read into another shape: count the original's lines
+                source.lines = source.line_map.original_lines
+                before = source.line_map.original(s["unparsed"] + 1) - 1  # lines before the first placed one
+                source.unparsed = min(source.lines, before) if s["unparsed"] else 0
         else:
             events += 1 if source.lines else 0  # a JSON document, a config file, a YARN log's framing
         lines += source.lines

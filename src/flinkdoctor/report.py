@@ -22,6 +22,7 @@ from typing import Any
 from .correlate import RootCause
 from .fallback import HOW, DerivedCause, Outcome, Unexplained
 from .ingest import Manifest
+from .layouts import layout_by_id
 from .masking import mask
 from .match import Finding
 from .rulebook import Rule
@@ -119,6 +120,8 @@ class SourceReport:
     encoding: str | None = None
     truncated: str | None = None
     split_lines: int = 0
+    shape: str | None = None  # how an unusual shape was read (Docker/CRI wrapper, JSON records, stripped prefixes)
+    untimed: bool = False  # no wall-clock times: its lines could not be placed in time (nor ordered against others)
 
 
 @dataclass(frozen=True)
@@ -176,12 +179,21 @@ class Report:
 
 def _source_dict(source: SourceReport) -> dict:
     data = asdict(source)
-    for optional in ("encoding", "truncated"):
+    for optional in ("encoding", "truncated", "shape"):
         if data[optional] is None:
             del data[optional]
-    if not data["split_lines"]:
-        del data["split_lines"]
+    for flag in ("split_lines", "untimed"):
+        if not data[flag]:
+            del data[flag]
     return data
+
+
+def _untimed(source) -> bool:
+    """A text source whose layout carries no wall-clock time (a pasted trace, dmesg uptimes, records without
+    times): its events have no time, so the correlator does not order them against others."""
+    if not source.staged or source.binary or source.derived or not source.layout or source.layout == "none":
+        return False
+    return not layout_by_id(source.layout).timed
 
 
 def _fix_dict(fix: Fix) -> dict:
@@ -356,6 +368,8 @@ def build_report(
             encoding=s.encoding,
             truncated=s.truncated,
             split_lines=s.split_lines,
+            shape=s.shape,
+            untimed=_untimed(s),
         )
         for s in manifest.sources
         if not s.derived

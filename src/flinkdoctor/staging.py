@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import mmap
+import os
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from .classify import HEAD_BYTES  # what classification reads of a staged file
 from .errors import InputError
+from .shapes import LineMap, Plan, normalise
 
 MAX_LINE_BYTES = 1024 * 1024  # longer lines are split into rows of this many bytes
 CHUNK = 8 * 1024 * 1024
@@ -262,3 +264,25 @@ class _Writer:
 
     def close(self) -> None:
         self.out.close()
+
+
+def restage(staged: Staged, plan: Plan) -> tuple[Staged, LineMap]:
+    """Replace a staged file by its copy read in `plan`'s shape (shapes.py): the copy is what Spark reads, the
+    map cites the original's lines. Over-long copied lines are split as in `stage`."""
+    tmp = staged.path.with_suffix(".shaped")
+    writer = _Writer(tmp, staged.path, None)
+    try:
+        line_map = normalise(plan, staged.path, writer.write)
+    finally:
+        writer.close()
+    os.replace(tmp, staged.path)  # a link to the input is replaced, the input itself untouched
+    restaged = Staged(
+        staged.path,
+        staged.encoding,
+        writer.head,
+        staged.truncated,
+        writer.split_lines,
+        writer.size,
+        copied=True,
+    )
+    return restaged, line_map

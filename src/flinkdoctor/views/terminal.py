@@ -35,6 +35,15 @@ def render_terminal(report: Report, console) -> None:
                 style="yellow",
             )
         )
+    for source in given.sources:
+        if source.untimed and source.lines:
+            console.print(
+                Text(
+                    f"No timestamps: {inert(source.path)}: its {source.lines:,} lines could not be placed in time "
+                    "(matched, but not ordered against other sources)",
+                    style="yellow",
+                )
+            )
     style = VERDICT_STYLE.get(report.verdict, "red")
     console.print(Panel(Text(_verdict(report)), title="Diagnosis", border_style=style))
     for rank, root in enumerate(report.root_causes, 1):

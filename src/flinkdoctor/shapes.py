@@ -1,0 +1,508 @@
+"""Shapes: logs wrapped, structured or decorated in ways no layout reads, read into plain text at staging.
+
+Users ship logs as container runtimes wrote them (Docker json-file, CRI), as JSON lines or logfmt, behind a
+collector's prefix, or pasted with quote markers, bullets, table borders and indentation. Rather than teach
+every layout every shape, staging reads such a file once into a copy a layout reads: a wrapper is taken off
+(CRI partial lines joined), a structured record becomes one 'shape-record' header line followed by its
+message's further lines and its stack trace (escaped `\\n\\t` unescaped), and prefixes are stripped. The shape
+is decided from the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps,
+per copied line, the line of the original file it came from, so evidence cites the original. Files in no
+unusual shape cost the head check and nothing more. The shapes themselves are data (layouts/shapes.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import RuleError
+from .layouts import load_layouts
+from .regexes import nested_quantifier
+
+SAMPLE_LINES = 400  # head lines the shape is decided on
+MAX_JOIN_LINES = 200  # a record (CRI/Docker partial lines, a terminal-wrapped JSON object) spans at most this many
+MAX_JOIN_BYTES = 4 * 1024 * 1024
+MAX_ROUNDS = 4  # strips applied one after another at most (a quote marker, then indentation, ...)
+RECORD_LAYOUT, UNTIMED_RECORD_LAYOUT = "shape-record", "shape-record-untimed"
+TRACE_LINE = re.compile(r"^(?:\s+at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
+EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error|Throwable)\b")
+INDENT = re.compile(r"^[ \t]*")
+PIECE = "\x00"  # staging.PIECE, as text: a row that continues an over-long line
+
+
+@dataclass(frozen=True)
+class Strip:
+    id: str
+    prefix: re.Pattern
+    suffix: re.Pattern | None = None
+
+    def apply(self, line: str) -> str:
+        m = self.prefix.match(line)
+        if m is None:
+            return line
+        stripped = line[m.end() :]
+        return self.suffix.sub("", stripped, count=1) if self.suffix is not None else stripped
+
+
+@dataclass(frozen=True)
+class Shapes:
+    cri: re.Pattern
+    docker_keys: tuple[str, ...]
+    fields: dict[str, tuple[str, ...]]
+    levels: dict[str, str]
+    strips: tuple[Strip, ...]
+
+
+def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
+    """A shape's regex, refused (with where it is) when it is bad or can backtrack catastrophically."""
+    try:
+        compiled = re.compile(regex)
+    except re.error as err:
+        raise RuleError(f"{path}: {where}: bad regex {regex!r}: {err}") from None
+    danger = nested_quantifier(regex)
+    if danger:
+        raise RuleError(f"{path}: {where}: {regex!r} can backtrack catastrophically: {danger}")
+    return compiled
+
+
+@cache
+def load_shapes() -> Shapes:
+    path = Path(str(resources.files("flinkdoctor").joinpath("layouts/shapes.yaml")))
+    data = yaml.safe_load(path.read_text("utf-8"))
+    records = dict(data["records"])
+    levels = {str(k).lower(): str(v) for k, v in records.pop("levels").items()}
+    strips = tuple(
+        Strip(
+            s["id"],
+            _compiled(path, f"strip {s['id']}", s["prefix"]),
+            _compiled(path, f"strip {s['id']}", s["suffix"]) if s.get("suffix") else None,
+        )
+        for s in data["strips"]
+    )
+    return Shapes(
+        cri=_compiled(path, "wrapper cri", data["wrappers"]["cri"]["regex"]),
+        docker_keys=tuple(data["wrappers"]["docker-json"]["keys"]),
+        fields={name: tuple(map(str, names)) for name, names in records.items()},
+        levels=levels,
+        strips=strips,
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to read a file: a wrapper to take off, whether lines are records, which strips to apply."""
+
+    wrapper: str | None = None  # 'cri' | 'docker-json'
+    records: str | None = None  # 'json' | 'logfmt'
+    strips: tuple[str, ...] = ()  # strip ids in order; 'indent:N' removes N leading blanks
+    timed: bool = True  # records carry times
+
+    @property
+    def layout(self) -> str | None:
+        """The layout of the copy when it is fixed by the shape (records), else None: detect it."""
+        if self.records is None:
+            return None
+        return RECORD_LAYOUT if self.timed else UNTIMED_RECORD_LAYOUT
+
+    def describe(self) -> str:
+        parts = [p for p in (self.wrapper, self.records and f"{self.records} records") if p]
+        return ", ".join(parts + [f"stripped {s}" for s in self.strips])
+
+
+class LineMap:
+    """Line of the copy -> line of the original, as runs: a run either advances with the copy (one line each)
+    or stays on one original line (a record read into several lines). Memory grows with the runs, not lines."""
+
+    def __init__(self) -> None:
+        self.starts = array("q")  # first copied line of each run (1-based)
+        self.origins = array("q")  # its original line
+        self.steps = array("b")  # 1: advances with the copy; 0: stays
+        self.copied = 0  # lines written
+        self.original_lines = 0  # lines read
+
+    def add(self, original: int) -> None:
+        self.copied += 1
+        if self.starts:
+            at = self.copied - self.starts[-1]
+            if self.origins[-1] + self.steps[-1] * at == original:
+                return
+            if at == 1 and self.steps[-1] == 1 and self.origins[-1] == original:
+                self.steps[-1] = 0
+                return
+        self.starts.append(self.copied)
+        self.origins.append(original)
+        self.steps.append(1)
+
+    def original(self, copied: int) -> int:
+        """The original line of copied line `copied` (1-based); lines past the end map past the last."""
+        i = bisect_right(self.starts, copied) - 1
+        if i < 0:
+            return copied
+        return self.origins[i] + self.steps[i] * (copied - self.starts[i])
+
+
+# -- detection -------------------------------------------------------------------------------------------------
+
+
+def plan(head: bytes) -> Plan | None:
+    """The shape of a file from its head (UTF-8, as staged), or None when it is read as it is."""
+    lines = head.decode("utf-8", "replace").splitlines()
+    if len(lines) > 1 and not head.endswith(b"\n"):
+        lines = lines[:-1]  # cut by the head's size
+    lines = [line for line in lines if line.strip()][:SAMPLE_LINES]
+    if not lines:
+        return None
+    shapes = load_shapes()
+    wrapper = _wrapper(lines, shapes)
+    if wrapper is not None:
+        lines = [text for _, text in _unwrap(wrapper, enumerate(lines, 1), shapes)]
+    records, timed = _records(lines, shapes)
+    if records is not None:
+        return Plan(wrapper, records, (), timed)
+    strips = _strips(lines, shapes)
+    if wrapper is None and not strips:
+        return None
+    return Plan(wrapper, None, strips)
+
+
+def _wrapper(lines: list[str], shapes: Shapes) -> str | None:
+    if not (shapes.cri.match(lines[0]) or lines[0].startswith('{"')):  # the first line tells, cheaply
+        return None
+    if _share(lines, lambda line: shapes.cri.match(line) is not None) >= 0.8:
+        return "cri"
+    if _share(lines, lambda line: _docker(line, shapes) is not None) >= 0.8:
+        return "docker-json"
+    return None
+
+
+def _share(lines: list[str], test) -> float:
+    return sum(1 for line in lines if test(line)) / len(lines) if lines else 0.0
+
+
+def _records(lines: list[str], shapes: Shapes) -> tuple[str | None, bool]:
+    """('json' | 'logfmt' | None, whether records carry a time)."""
+    if lines[0].lstrip().startswith("{"):  # records, also when a terminal wrapped them over several lines
+        read = list(_json_records(enumerate(lines, 1), shapes))
+        records = [record for _, record, _ in read if record is not None]
+        if records and len(read) - len(records) <= 0.5 * len(lines):
+            return "json", any(_first(record, shapes.fields["time"]) is not None for record in records)
+    if _logfmt(lines[0]) is None:
+        return None, True
+    parsed = [_logfmt(line) for line in lines]
+    good = [p for p in parsed if p and _first(p, shapes.fields["message"]) is not None]
+    if len(good) >= 0.5 * len(lines):
+        return "logfmt", any(_first(p, shapes.fields["time"]) is not None for p in good)
+    return None, True
+
+
+def _score(lines: list[str]) -> int:
+    """How readable lines are: headers of a known layout that has levels, plus stack trace lines."""
+    best = 0
+    for layout in load_layouts():
+        if layout.detect and "level" in layout.python_regex.groupindex:
+            best = max(best, sum(1 for line in lines if layout.python_regex.match(line)))
+    trace = sum(1 for line in lines if TRACE_LINE.match(line) or EXCEPTION_HEAD.match(line))
+    return best + trace
+
+
+def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
+    """The strips that make the sample more readable, greedily, best first."""
+    chosen: list[str] = []
+    score: int | None = None  # scored only when some strip fits a line: most files pay nothing more
+    for _ in range(MAX_ROUNDS):
+        best: tuple[int, str, list[str]] | None = None
+        candidates: list[tuple[str, Strip | None]] = [(s.id, s) for s in shapes.strips]
+        indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
+        if indent:
+            candidates.append((f"indent:{indent}", None))
+        for strip_id, strip in candidates:
+            if strip is not None and not any(strip.prefix.match(line) for line in lines):
+                continue
+            score = _score(lines) if score is None else score
+            stripped = [_apply(strip_id, strip, line) for line in lines]
+            new = _score(stripped)
+            if new > score and (best is None or new > best[0]):
+                best = (new, strip_id, stripped)
+        if best is None:
+            break
+        score, strip_id, lines = best
+        chosen.append(strip_id)
+    return tuple(chosen)
+
+
+def _apply(strip_id: str, strip: Strip | None, line: str) -> str:
+    if strip is not None:
+        return strip.apply(line)
+    n = int(strip_id.split(":", 1)[1])
+    return line[min(n, len(INDENT.match(line).group())) :]  # type: ignore[union-attr]
+
+
+# -- reading ---------------------------------------------------------------------------------------------------
+
+
+def _docker(line: str, shapes: Shapes) -> dict | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(record, dict) and isinstance(record.get("log"), str) and set(shapes.docker_keys) <= set(record):
+        return record
+    return None
+
+
+def _unwrap(wrapper: str, numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, str]]:
+    """Inner lines of a container runtime's log, each with the original line it starts on. Partial lines (CRI
+    'P', a Docker log without its final newline) are joined with what follows, within MAX_JOIN_*; a line the
+    wrapper does not fit is kept as it is."""
+    parts: list[str] = []
+    first = 0
+    for number, line in numbered:
+        if wrapper == "cri":
+            m = shapes.cri.match(line)
+            text, partial = (m.group("line"), "P" in m.group("tag").split(":")) if m else (line, False)
+        else:
+            record = _docker(line, shapes)
+            text = record["log"] if record else line
+            partial = record is not None and not text.endswith("\n")
+            text = text[:-1] if text.endswith("\n") else text
+        if not parts:
+            first = number
+        parts.append(text)
+        if partial and len(parts) < MAX_JOIN_LINES and sum(map(len, parts)) < MAX_JOIN_BYTES:
+            continue
+        for inner in "".join(parts).split("\n"):  # a Docker log may hold several lines
+            yield first, inner.removesuffix("\r")
+        parts = []
+    if parts:
+        yield first, "".join(parts)
+
+
+def _first(record: dict, names: Iterable[str]) -> Any:
+    for name in names:
+        value = record.get(name)
+        if value is None and "." in name:
+            value = record
+            for key in name.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _json_records(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, dict | None, str]]:
+    """(original line, record or None, text) per JSON record or other line. A line may hold several records
+    (a terminal pasted them side by side); an object cut by a terminal's wrapping is joined with the lines
+    after it, within MAX_JOIN_*."""
+    decoder = json.JSONDecoder()
+    pending: list[tuple[int, str]] = []
+    for number, line in numbered:
+        if pending:
+            pending.append((number, line))
+            text = "".join(t for _, t in pending)
+        elif line.lstrip().startswith("{"):
+            pending, text = [(number, line)], line
+        else:
+            yield number, None, line
+            continue
+        records, complete = _decode_all(decoder, text, shapes)
+        if complete and records is not None:
+            for record in records:
+                yield pending[0][0], record, ""
+            pending = []
+        elif len(pending) >= MAX_JOIN_LINES or len(text) >= MAX_JOIN_BYTES or records is None:
+            for n, t in pending:  # not records after all: kept as they are
+                yield n, None, t
+            pending = []
+    for n, t in pending:
+        yield n, None, t
+
+
+def _decode_all(decoder: json.JSONDecoder, text: str, shapes: Shapes) -> tuple[list[dict] | None, bool]:
+    """(records, complete): every JSON object of `text`; complete False when the text ends inside one (join
+    more), records None when it is not JSON records at all."""
+    records: list[dict] = []
+    at, end = 0, len(text)
+    while True:
+        while at < end and text[at] in " \t\r":
+            at += 1
+        if at >= end:
+            return records, True
+        try:
+            record, at = decoder.raw_decode(text, at)
+        except ValueError as err:
+            cut = isinstance(err, json.JSONDecodeError) and err.pos >= end - 1 or "Unterminated" in str(err)
+            return ([], False) if cut else (None, False)
+        if not isinstance(record, dict) or _first(record, shapes.fields["message"]) is None:
+            return None, False
+        records.append(record)
+
+
+LOGFMT_PAIR = re.compile(r'\s*([\w.@-]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+
+
+def _logfmt(line: str) -> dict | None:
+    """key=value pairs of a logfmt line (Go logrus and friends), or None when the line is not logfmt."""
+    record: dict[str, str] = {}
+    at, end = 0, len(line.rstrip())
+    while at < end:
+        m = LOGFMT_PAIR.match(line, at)
+        if m is None:
+            return None
+        key, value = m.groups()
+        if value.startswith('"'):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = value[1:-1]
+        record[key] = value
+        at = m.end()
+    return record if len(record) >= 2 else None
+
+
+def _time(value: Any) -> str | None:
+    """A record's time as UTC 'yyyy-MM-ddTHH:mm:ss.SSS' (naive times taken as UTC), or None."""
+    try:
+        if isinstance(value, dict):  # log4j JsonLayout: {"epochSecond": s, "nanoOfSecond": n}
+            stamp = datetime.fromtimestamp(
+                int(value["epochSecond"]) + int(value.get("nanoOfSecond", 0)) / 1e9, timezone.utc
+            )
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = value / 1e9 if value > 1e16 else value / 1e3 if value > 1e11 else value
+            stamp = datetime.fromtimestamp(seconds, timezone.utc)
+        elif isinstance(value, str):
+            stamp = datetime.fromisoformat(value.strip().replace(",", ".", 1) if "T" not in value else value.strip())
+            stamp = stamp.astimezone(timezone.utc) if stamp.tzinfo else stamp
+        else:
+            return None
+    except (ValueError, KeyError, TypeError, OverflowError, OSError):
+        return None
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}"
+
+
+def _trace(value: Any) -> list[str]:
+    """Stack trace lines of a record's trace field: a string (escaped newlines already decoded by JSON), or
+    log4j JsonLayout's object / a list of frames."""
+    if isinstance(value, str):
+        return value.splitlines()
+    frames = value
+    head = []
+    if isinstance(value, dict):
+        name, message = value.get("name") or value.get("className"), value.get("message")
+        head = [f"{name}: {message}" if message else str(name)] if name else []
+        frames = value.get("extendedStackTrace") or value.get("stackTrace") or []
+        if isinstance(frames, str):
+            return head + frames.splitlines()
+    lines = list(head)
+    for frame in frames if isinstance(frames, list) else []:
+        if isinstance(frame, dict):
+            where = f"{frame.get('file') or frame.get('fileName')}:{frame.get('line') or frame.get('lineNumber')}"
+            lines.append(f"\tat {frame.get('class') or frame.get('className')}.{frame.get('method')}({where})")
+        else:
+            lines.append(f"\tat {frame}")
+    return lines
+
+
+def render(record: dict, shapes: Shapes) -> list[str]:
+    """A record as a 'shape-record' header line and continuation lines."""
+    fields = shapes.fields
+
+    def text(name: str) -> str:
+        value = _first(record, fields[name])
+        return "" if value is None or isinstance(value, dict | list) else str(value)
+
+    level = text("level")
+    level = shapes.levels.get(level.lower(), level.upper() if level.isalpha() else "")
+    thread = text("thread").replace("]", ")").replace("\n", " ")
+    logger = "".join(text("logger").split()) or ""
+    message = str(_first(record, fields["message"])).splitlines() or [""]
+    trace = _first(record, fields["trace"])
+    lines = [f"@{_time(_first(record, fields['time'])) or '-'} {level} [{thread}] {logger} - {message[0]}"]
+    lines += message[1:]
+    if trace is not None:
+        lines += _trace(trace)
+    return lines
+
+
+def normalised_lines(plan_: Plan, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """(original line, text) of the copy, in order."""
+    shapes = load_shapes()
+    if plan_.wrapper is not None:
+        numbered = _unwrap(plan_.wrapper, numbered, shapes)
+    if plan_.records == "json":
+        for number, record, text in _json_records(numbered, shapes):
+            if record is None:
+                yield number, text
+            else:
+                yield from ((number, line) for line in render(record, shapes))
+        return
+    if plan_.records == "logfmt":
+        for number, line in numbered:
+            record = _logfmt(line)
+            if record is not None and _first(record, shapes.fields["message"]) is not None:
+                yield from ((number, out) for out in render(record, shapes))
+            else:
+                yield number, line
+        return
+    strips = {s.id: s for s in shapes.strips}
+    for number, line in numbered:
+        for strip_id in plan_.strips:
+            line = _apply(strip_id, strips.get(strip_id), line)
+        yield number, line
+
+
+def read_rows(handle) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a staged file; rows that continue an over-long line (PIECE) are joined back,
+    within MAX_JOIN_BYTES (beyond it the rest of the line is dropped from the copy: the shape is per line)."""
+    number, current = 0, None
+    for raw in handle:
+        row = raw.decode("utf-8", "surrogateescape").removesuffix("\n")
+        if row.startswith(PIECE) and current is not None:
+            if len(current) < MAX_JOIN_BYTES:
+                current += row[1:]
+            continue
+        if current is not None:
+            yield number, current.removesuffix("\r")
+        number += 1
+        current = row[1:] if row.startswith("\x01" + PIECE) else row
+    if current is not None:
+        yield number, current.removesuffix("\r")
+
+
+def normalise(plan_: Plan, source: Path, write) -> LineMap:
+    """Read `source` (a staged file) in `plan_`'s shape, passing each copied line (bytes, with newline) to
+    `write`; returns the map from copied lines to the original's."""
+    line_map = LineMap()
+    with open(source, "rb") as handle:
+        rows = read_rows(handle)
+
+        def counted() -> Iterator[tuple[int, str]]:
+            for number, text in rows:
+                line_map.original_lines = number
+                yield number, text
+
+        for number, line in normalised_lines(plan_, counted()):
+            line_map.add(number)
+            write(line.encode("utf-8", "surrogateescape") + b"\n")
+    return line_map
+
+
+def is_record(document: object) -> bool:
+    """A parsed JSON document that is one log record (a JSON-lines log of one line), not a REST snapshot."""
+    if not isinstance(document, dict):
+        return False
+    fields = load_shapes().fields
+    message = _first(document, fields["message"])
+    return isinstance(message, str) and any(_first(document, fields[f]) is not None for f in ("time", "level"))
