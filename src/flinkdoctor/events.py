@@ -35,6 +35,10 @@ ASSEMBLED_SCHEMA = (
     "sid int, block long, first_rel long, last_rel long, orphan boolean, seg_end boolean, "
     "split boolean, sigs array<int>, text string"
 )
+# events kept beside the candidates (sigs non-empty), for the unexplained errors (unexplained.py); WARNING is how
+# JVM unified logging (GC logs) spells WARN
+WARN_LEVELS = ("WARN", "WARNING", "ERROR", "FATAL")
+_WARN_LIKE = r"(?i)\b(?:WARN(?:ING)?|ERROR|FATAL)\b"  # cheap test of a header line; the layout decides the level
 LISTING_THRESHOLD = "1000000"  # more paths than this are listed by a Spark job: one task per path (5,000: 12 s)
 
 
@@ -52,7 +56,8 @@ def make_assembler(prefilter: Prefilter):
 
 def _assemble(batches, prefilter: Prefilter):
     """Glue continuation lines to their header; one output row per event (Arrow in, Arrow out). Only events
-    with signatures to test keep their text: the others are needed for counting alone."""
+    with signatures to test, or whose header may be at WARN level or above, keep their text: the others are
+    needed for counting alone."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -72,8 +77,9 @@ def _assemble(batches, prefilter: Prefilter):
             lists = pc.list_slice(lists, 0, MAX_EVENT_LINES)
         text = pc.binary_join(lists, "\n")
         sigs = scan(prefilter, text)
-        text = pc.if_else(pc.greater(pc.list_value_length(sigs), 0), text, pa.scalar(None, pa.string()))
         take = pa.array(starts)
+        keep = pc.or_(pc.greater(pc.list_value_length(sigs), 0), _warn_like(col["line"].take(take)))
+        text = pc.if_else(keep, text, pa.scalar(None, pa.string()))
         return pa.RecordBatch.from_arrays(
             [
                 col["sid"].take(take),
@@ -130,6 +136,21 @@ def _assemble(batches, prefilter: Prefilter):
         yield emit(carry, np.array([0]), True)
 
 
+def _warn_like(headers):
+    """Header lines that may be at WARN level or above (a boolean Arrow array); a false hit is dropped once the
+    header's fields are parsed."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.match_substring_regex(headers, _WARN_LIKE), False)
+
+
+def candidates(events):
+    """The events some signature could match: all that matching reads (the table also keeps WARN+ events)."""
+    from pyspark.sql import functions as F
+
+    return events.where(F.size("sigs") > 0)
+
+
 def build_events(spark, manifest: Manifest, out_dir: Path, prefilter: Prefilter, timezone: str = "UTC") -> EventsResult:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
@@ -169,8 +190,9 @@ def build_events(spark, manifest: Manifest, out_dir: Path, prefilter: Prefilter,
     )
     events = lines.mapInArrow(make_assembler(prefilter), ASSEMBLED_SCHEMA)
     observation = Observation("line-accounting")
-    events = events.observe(observation, *_accounting(sources)).where(F.size("sigs") > 0).drop("seg_end")
-    _parse_fields(events, by_layout, manifest.bundle_year, timezone).write.mode("overwrite").parquet(out)
+    events = events.observe(observation, *_accounting(sources)).where(F.col("text").isNotNull()).drop("seg_end")
+    parsed = _parse_fields(events, by_layout, manifest.bundle_year, timezone)
+    parsed.where((F.size("sigs") > 0) | F.col("level").isin(*WARN_LEVELS)).write.mode("overwrite").parquet(out)
     return EventsResult(out, *_block_stats(observation.get, sources))
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .correlate import correlate
-from .events import build_events
+from .events import build_events, candidates
 from .fallback import fallback
 from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 from .match import collect_findings, keep_applicable
@@ -71,7 +71,7 @@ def _run(
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
     with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
-        findings, counts = collect_findings(spark.read.parquet(events.path), rules, events.blocks, manifest)
+        findings, counts = collect_findings(candidates(spark.read.parquet(events.path)), rules, events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
 
     by_id = {rule.id: rule for rule in rules}
