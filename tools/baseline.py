@@ -28,9 +28,7 @@ CATALOGUE = ROOT / "lab/src/flinkdoctor_lab/scenarios/catalogue.yaml"
 def healthy_scenarios(catalogue: Path = CATALOGUE) -> set[str]:
     data = yaml.safe_load(catalogue.read_text(encoding="utf-8"))
     return {
-        s["name"]
-        for s in data["scenarios"]
-        if s.get("inject") == "healthy" and "config" not in s and "setup" not in s
+        s["name"] for s in data["scenarios"] if s.get("inject") == "healthy" and "config" not in s and "setup" not in s
     }
 
 

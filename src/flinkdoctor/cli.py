@@ -21,6 +21,7 @@ from .inert import inert
 from .ingest import DEFAULT_MAX_UNPACKED
 from .options import check_flink_version, check_timezone, check_year
 from .rulebook import load_rules
+from .suggest import suggest
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -155,7 +156,10 @@ def diagnose(
 
 @cli.group()
 def rules():
-    """The knowledge base: list, show and test the rules."""
+    """The knowledge base: list, show and test the rules, and draft new ones."""
+
+
+rules.add_command(suggest)
 
 
 @rules.command("list")

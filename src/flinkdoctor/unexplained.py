@@ -150,9 +150,7 @@ def collect_templates(events, blocks: dict, manifest: Manifest, explained: Itera
     if explained:
         known = spark.createDataFrame(explained, "sid int, line long")
         warn = warn.join(F.broadcast(known), ["sid", "line"], "left_anti")
-    severity = F.expr(
-        "CASE level " + " ".join(f"WHEN '{lv}' THEN {n}" for lv, n in SEVERITY.items()) + " ELSE -1 END"
-    )
+    severity = F.expr("CASE level " + " ".join(f"WHEN '{lv}' THEN {n}" for lv, n in SEVERITY.items()) + " ELSE -1 END")
     evidence = F.struct(
         "sid", "line", "time", "host", F.substring(F.substring_index("text", "\n", 1), 1, TEXT_MAX).alias("text")
     )
@@ -262,5 +260,3 @@ def unexplained_errors(
     templates = collect_templates(events, blocks, manifest, explained)
     ranked = rank(templates, baseline(), failure_time(findings, roots, outcome))
     return [r for r in ranked if r.rarity > RARE][:top]
-
-
