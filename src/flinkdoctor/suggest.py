@@ -89,6 +89,7 @@ def draft_rule(draft: Draft) -> dict:
             "Say what happened and why, then set the category, the role and what it explains."
         ),
         "references": [f"{draft.source} (replace with a JIRA issue or documentation link)"],
+        "gap": "drafted from one line: add a real near-miss as a no_match case, then remove this gap",
         "cases": [case],
     }
     return rule
