@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import build_events
+from .events import build_events, candidates
 from .ingest import ingest
 from .match import match_events
 from .prefilter import build_prefilter
@@ -57,7 +57,7 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
     events = build_events(spark, manifest, work / "run", build_prefilter(rules))
     with whole_stage_codegen(spark, False):
         found = (
-            match_events(spark.read.parquet(events.path), rules, manifest, detail=False)
+            match_events(candidates(spark.read.parquet(events.path)), rules, manifest, detail=False)
             .select("sid", "rule")
             .distinct()
             .collect()

@@ -29,6 +29,7 @@ from .live.commands import (
 )
 from .options import check_flink_version, check_timezone, check_year
 from .rulebook import load_rules
+from .suggest import suggest
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -226,7 +227,10 @@ def server_status():
 
 @cli.group()
 def rules():
-    """The knowledge base: list, show and test the rules."""
+    """The knowledge base: list, show and test the rules, and draft new ones."""
+
+
+rules.add_command(suggest)
 
 
 @rules.command("list")

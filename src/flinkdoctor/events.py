@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .headers import WARN_WORDS
 from .ingest import Manifest, Source
 from .layouts import FIELDS, layout_by_id
 from .masking import mask_column
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_EVENT_LINES", "EventsResult", "block_offsets", "build_events", "file_line", "plan"]
 
 SEP = "\u0001"
+WARN_LEVELS = tuple(sorted(WARN_WORDS))  # levels kept beside the candidates (unexplained.py reads them)
 SPLIT_BYTES = 128 * 1024 * 1024  # a range per task: Spark's own default for files
 FILES_PER_TASK = 5000  # small files read by one task, at most
 
@@ -140,6 +142,13 @@ def file_line(source: Source, offsets: dict[tuple[int, int], int], block: int, r
     """The line number, in the file the user has, of line `rel` of range `block` of `source` (`first_rel`,
     `last_rel`): Source.file_line maps it through a normalised copy's line map and a derived source's fixed line."""
     return source.file_line(offsets.get((source.id, block), 0) + rel)
+
+
+def candidates(events):
+    """The events some signature could match: all that matching reads (the table also keeps WARN+ events)."""
+    from pyspark.sql import functions as F
+
+    return events.where(F.size("sigs") > 0)
 
 
 def _sid_in(ids: list[int]) -> Column:

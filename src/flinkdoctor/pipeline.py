@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .correlate import correlate
-from .events import build_events
+from .events import build_events, candidates
 from .fallback import fallback
 from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 from .match import collect_findings, keep_applicable
@@ -16,6 +16,7 @@ from .prefilter import build_prefilter
 from .report import Report, build_report
 from .rulebook import Rule, load_rules
 from .spark import whole_stage_codegen
+from .unexplained import unexplained_errors
 from .versions import detect
 from .workdir import WorkDir
 
@@ -71,7 +72,7 @@ def _run(
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
     with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
-        findings, counts = collect_findings(spark.read.parquet(events.path), rules, events.blocks, manifest)
+        findings, counts = collect_findings(candidates(spark.read.parquet(events.path)), rules, events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
 
     by_id = {rule.id: rule for rule in rules}
@@ -87,6 +88,7 @@ def _run(
     findings, counts = keep_applicable(findings, counts, by_id, version)  # rules limited to other versions
     roots = correlate(findings, counts, by_id)
     outcome = fallback(findings, counts, roots, by_id, {s.kind for s in manifest.sources})  # a failure is never healthy
+    errors = unexplained_errors(spark.read.parquet(events.path), events.blocks, manifest, findings, roots, outcome)
     timings["total_s"] = round(time.perf_counter() - started, 3)
     return build_report(
         manifest,
@@ -100,6 +102,7 @@ def _run(
         timings,
         work_dir=str(work.path) if work.keep else None,
         outcome=outcome,
+        unexplained=errors,
     )
 
 

@@ -5,7 +5,8 @@ Contract history: v1 (first release): schema, input, root_causes, findings; extr
 skipped, timings; later extra fields: input.sources[].encoding/truncated/split_lines, input.unreadable (sources
 that are mostly unparsed), work_dir (when kept); issue #10: verdict (known-cause, derived-cause,
 no-failure), root_causes[].derived (a cause read from the failure's exception chain, not from
-a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads).
+a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads);
+v1.1 (issue #10): unexplained_errors (WARN+ templates no rule explains, rare in healthy runs, near the failure).
 
 Secrets are masked here, once, so that no view can show them; making text inert for a terminal or escaping it for
 HTML/Markdown is each view's job, since JSON must keep the text exact.
@@ -26,6 +27,7 @@ from .layouts import layout_by_id
 from .masking import mask
 from .match import Finding
 from .rulebook import Rule
+from .unexplained import Ranked
 
 SCHEMA = "flinkdoctor.report/v1"
 EVIDENCE_PER_FINDING = 5
@@ -96,6 +98,21 @@ class UnexplainedSymptomReport:
 
 
 @dataclass(frozen=True)
+class UnexplainedErrorReport:
+    """A WARN/ERROR template that no rule explains, rare in healthy runs; ranked by rarity and nearness to the
+    failure. `template` is the message with its variable parts masked (<NUM>, <ID>, <PATH>, ...)."""
+
+    template: str
+    logger: str | None
+    level: str
+    count: int
+    first_seen: str | None
+    rarity: float  # 1: no healthy run of the baseline prints it; 0: every one does
+    closeness: float  # 1: at the failure (or no failure); halves every minute away
+    evidence: Evidence  # its earliest event
+
+
+@dataclass(frozen=True)
 class FindingReport:
     rule: str
     category: str
@@ -151,6 +168,7 @@ class Report:
     work_dir: str | None = None  # only when kept
     verdict: str = "no-failure"  # fallback.VERDICTS
     unexplained_symptoms: list[UnexplainedSymptomReport] = field(default_factory=list)
+    unexplained_errors: list[UnexplainedErrorReport] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The JSON contract."""
@@ -169,6 +187,7 @@ class Report:
             "unexplained_symptoms": [
                 {**asdict(u), "evidence": [asdict(e) for e in u.evidence]} for u in self.unexplained_symptoms
             ],
+            "unexplained_errors": [asdict(u) for u in self.unexplained_errors],
         }
         if self.timings:
             data["timings"] = dict(self.timings)
@@ -294,6 +313,7 @@ def build_report(
     timings: dict | None = None,
     work_dir: str | None = None,
     outcome: Outcome | None = None,
+    unexplained: list[Ranked] | None = None,
 ) -> Report:
     paths = {s.id: s.path for s in manifest.sources}
     values: dict[str, str] = {}
@@ -385,6 +405,7 @@ def build_report(
         work_dir=work_dir,
         verdict=outcome.verdict if outcome else ("known-cause" if root_causes else "no-failure"),
         unexplained_symptoms=[_unexplained(u, paths) for u in (outcome.unexplained if outcome else [])],
+        unexplained_errors=[_unexplained_error(r, paths) for r in unexplained or []],
     )
 
 
@@ -495,4 +516,18 @@ def _unexplained(item: Unexplained, paths: dict[int, str]) -> UnexplainedSymptom
         usually_caused_by=" ".join(item.rule.explanation.split()),
         explained_by=[rule.id for rule in item.causes],
         missing=list(item.missing_kinds),
+    )
+
+
+def _unexplained_error(ranked: Ranked, paths: dict[int, str]) -> UnexplainedErrorReport:
+    t = ranked.template
+    return UnexplainedErrorReport(
+        template=mask(t.template) or "",
+        logger=t.logger,
+        level=t.level,
+        count=t.count,
+        first_seen=iso(t.first),
+        rarity=ranked.rarity,
+        closeness=ranked.closeness,
+        evidence=Evidence(file=paths[t.sid], line=t.line, time=iso(t.time), text=mask(t.text) or "", host=t.host),
     )

@@ -7,7 +7,7 @@ into `rich.text.Text`, never into a markup string: a file named `[link=...]x[/li
 from __future__ import annotations
 
 from ..inert import inert
-from ..report import Report, RootCauseReport, UnexplainedSymptomReport
+from ..report import Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
 
 EVIDENCE_SHOWN = 3
 VERDICT_STYLE = {"no-failure": "green", "derived-cause": "yellow"}
@@ -51,6 +51,9 @@ def render_terminal(report: Report, console) -> None:
         console.print(Panel(_root_cause(root), title=title, border_style="red" if rank == 1 else "yellow"))
     for item in report.unexplained_symptoms:
         console.print(Panel(_unexplained(item), title="Unexplained symptom", border_style="yellow"))
+    if report.unexplained_errors:
+        title = "Unexplained errors (no rule explains them; rare in healthy runs, near the failure first)"
+        console.print(Panel(_unexplained_errors(report.unexplained_errors), title=title, border_style="yellow"))
     if report.findings:
         table = Table(title="All findings", show_lines=False)
         for column in ("rule", "category", "role", "count", "first seen", "where"):
@@ -107,6 +110,26 @@ def _unexplained(item: UnexplainedSymptomReport):
     for ev in item.evidence[:EVIDENCE_SHOWN]:
         body.append(f"  {inert(ev.file)}:{ev.line}  {ev.time or ''}\n", style="cyan")
         body.append(f"    {inert(ev.text)[:300]}\n")
+    return body
+
+
+def _unexplained_errors(items: list[UnexplainedErrorReport]):
+    from rich.text import Text
+
+    body = Text()
+    for rank, item in enumerate(items, 1):
+        if rank > 1:
+            body.append("\n")
+        body.append(f"#{rank} {item.level}  ", style="bold")
+        body.append(inert(item.template)[:300] + "\n", style="bold")
+        body.append(
+            f"   {item.count} times, first seen {item.first_seen or 'unknown time'}, rarity {item.rarity:.2f}, "
+            f"closeness {item.closeness:.2f}" + (f", {inert(item.logger)}" if item.logger else "") + "\n"
+        )
+        ev = item.evidence
+        body.append(f"   {inert(ev.file)}:{ev.line}\n", style="cyan")
+        body.append(f"     {inert(ev.text)[:300]}\n")
+    body.append("\nDraft a rule from one: flinkdoctor rules suggest BUNDLE --template N", style="dim")
     return body
 
 

@@ -1,0 +1,262 @@
+"""Unexplained errors: WARN+ events no rule explains, grouped into templates and ranked (issue #10, part 4).
+
+When no signature knows a failure, the line that tells the story is often a WARN or ERROR a few seconds before it.
+After correlation, every WARN/ERROR/FATAL event that is not the evidence of a finding is reduced to a template:
+its header message with the variable parts (ids, addresses, paths, numbers) masked by the regexes of MASKS, in
+Spark, grouped by logger and template. A template is ranked by how rare it is in healthy runs (the shipped
+baseline, knowledge/baseline.json, built from the fault lab's healthy bundles of every recorded Flink version by
+`flinkdoctor-lab baseline`) and by how close it comes in time to the failure (the root cause, the derived cause, or
+the first failure event). Only templates rarer than RARE are reported: a healthy run prints WARNs of its own.
+
+Masking in Spark was measured against Drain3 on a real lab bundle (bench/RESULTS.md, "Unexplained errors"): the
+same templates for these logs, no extra dependency, and no WARN line ever collected to the driver.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from .events import WARN_LEVELS
+from .ingest import Manifest
+from .masking import mask
+
+if TYPE_CHECKING:
+    from .correlate import RootCause
+    from .fallback import Outcome
+    from .match import Finding
+
+BASELINE = "knowledge/baseline.json"
+TOP = 5  # templates shown in the report
+RARE = 0.5  # rarity above which a template is reported: seen in fewer than half of the healthy runs
+NEAR_S = 60.0  # closeness halves at this distance (seconds) from the failure
+UNTIMED_CLOSENESS = 0.25  # a template with no time cannot be placed near the failure
+MAX_TEMPLATES = 20_000  # templates collected to the driver (a bundle rarely has more than a few hundred)
+TEXT_MAX = 600  # chars of the evidence line
+SEVERITY = {level: rank for rank, level in enumerate(("WARN", "WARNING", "ERROR", "FATAL"))}
+
+# (name, Java/Python regex of a variable part). Applied in this order, each part becoming <name>; the same regexes
+# draft a rule (suggest.py), where each placeholder is captured again by PLACEHOLDER_REGEX.
+MASKS: tuple[tuple[str, str], ...] = (
+    ("URL", r"\b[a-zA-Z][\w+.-]{0,20}://[^\s,;'\"()\[\]<>]{1,2000}"),
+    ("PATH", r"(?<![\w.])/[^\s,;'\"()\[\]<>]{1,2000}"),
+    ("IP", r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b"),
+    ("ID", r"\b[0-9a-fA-F]{32}\b"),
+    ("HEX", r"\b0x[0-9a-fA-F]{1,64}\b|@[0-9a-f]{4,16}\b|\b(?=[0-9a-f]{0,63}\d)(?=[0-9a-f]{0,63}[a-f])[0-9a-f]{8,64}\b"),
+    ("NUM", r"\d{1,40}(?:[.,]\d{1,40}){0,8}"),
+)
+PLACEHOLDER_REGEX = {
+    "URL": r"[^\s,;'\"()\[\]<>]++",
+    "PATH": r"/[^\s,;'\"()\[\]<>]*+",
+    "IP": r"\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?",
+    "ID": r"[0-9a-fA-F]{32}",
+    "HEX": r"@?(?:0x)?[0-9a-fA-F]++",
+    "NUM": r"\d++(?:[.,]\d++)*+",
+}
+PLACEHOLDER = re.compile(r"<(" + "|".join(name for name, _ in MASKS) + r")>")
+_COMPILED = tuple((re.compile(pattern), f"<{name}>") for name, pattern in MASKS)
+
+
+@dataclass(frozen=True)
+class Template:
+    """One group of WARN+ events with the same logger and masked message, with its earliest event as evidence."""
+
+    logger: str | None
+    template: str
+    level: str
+    count: int
+    first: datetime | None
+    last: datetime | None
+    sid: int
+    line: int
+    time: datetime | None
+    host: str | None
+    text: str  # the evidence event's header line, secrets masked
+
+    @property
+    def key(self) -> str:
+        """The baseline's key: the same message from another logger is another template."""
+        return f"{self.logger or '-'} {self.template}"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    template: Template
+    rarity: float  # 1: never in a healthy run; 0: in every one
+    closeness: float  # 1: at the failure; halves every NEAR_S seconds away
+    score: float
+
+
+@dataclass(frozen=True)
+class Baseline:
+    runs: tuple[str, ...]  # the healthy bundles it was built from
+    seen: dict[str, int]  # template key -> in how many of those runs
+
+    def rarity(self, key: str) -> float:
+        return 1.0 - self.seen.get(key, 0) / len(self.runs) if self.runs else 1.0
+
+
+def template_of(message: str) -> str:
+    """A message's template (Python; the same masks as template_column)."""
+    for pattern, placeholder in _COMPILED:
+        message = pattern.sub(placeholder, message)
+    return message
+
+
+def template_column(column):
+    """The template of a message column, in Spark (Java regex, the same MASKS)."""
+    from pyspark.sql import functions as F
+
+    for name, pattern in MASKS:
+        column = F.regexp_replace(column, pattern, f"<{name}>")
+    return column
+
+
+def with_file_lines(events, blocks: dict, manifest: Manifest):
+    """`events` with `line`, the file line of each event's first line. The one place that turns the events
+    table's block-relative numbers into file lines (match.block_offsets), so the conversion can change alone."""
+    from pyspark.sql import functions as F
+
+    from .match import block_offsets
+
+    spark = events.sparkSession
+    sources = {s.id: s for s in manifest.sources}
+    rows = [
+        (sid, block, sources[sid].fixed_line, sources[sid].line_offset + offset)
+        for (sid, block), offset in block_offsets(blocks).items()
+        if sid in sources
+    ]
+    table = spark.createDataFrame(rows, "sid int, block long, fixed_line long, base long")
+    joined = events.join(F.broadcast(table), ["sid", "block"], "left")
+    line = F.coalesce(F.col("fixed_line"), F.coalesce(F.col("base"), F.lit(0)) + F.col("first_rel"))
+    return joined.withColumn("line", line.cast("long")).drop("fixed_line", "base")
+
+
+def collect_templates(events, blocks: dict, manifest: Manifest, explained: Iterable[tuple[int, int]] = ()) -> list:
+    """Every template of the WARN+ events, less the events in `explained` ((sid, file line) of findings' events).
+
+    Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers."""
+    from pyspark.sql import functions as F
+
+    spark = events.sparkSession
+    warn = with_file_lines(events.where(F.col("level").isin(*WARN_LEVELS)), blocks, manifest)
+    explained = sorted(set(explained))
+    if explained:
+        known = spark.createDataFrame(explained, "sid int, line long")
+        warn = warn.join(F.broadcast(known), ["sid", "line"], "left_anti")
+    severity = F.expr("CASE level " + " ".join(f"WHEN '{lv}' THEN {n}" for lv, n in SEVERITY.items()) + " ELSE -1 END")
+    evidence = F.struct(
+        "sid", "line", "time", "host", F.substring(F.substring_index("text", "\n", 1), 1, TEXT_MAX).alias("text")
+    )
+    order = F.struct(F.col("time").isNull(), "time", "sid", "line")
+    grouped = (
+        warn.select(
+            F.coalesce("logger", F.lit("")).alias("logger"),
+            template_column(F.coalesce("message", F.lit(""))).alias("template"),
+            "level",
+            severity.alias("severity"),
+            "time",
+            evidence.alias("evidence"),
+            order.alias("order"),
+        )
+        .groupBy("logger", "template")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.max_by("level", "severity").alias("level"),
+            F.min("time").alias("first"),
+            F.max("time").alias("last"),
+            F.min_by("evidence", "order").alias("evidence"),
+        )
+        .limit(MAX_TEMPLATES)
+    )
+    return [
+        Template(
+            logger=row.logger or None,
+            template=mask(row.template) or "",
+            level=row.level,
+            count=row["count"],
+            first=row.first,
+            last=row.last,
+            sid=row.evidence.sid,
+            line=int(row.evidence.line),
+            time=row.evidence.time,
+            host=row.evidence.host,
+            text=mask(row.evidence.text) or "",
+        )
+        for row in grouped.collect()
+    ]
+
+
+@cache
+def baseline() -> Baseline:
+    """The shipped baseline of healthy runs (knowledge/baseline.json)."""
+    data = json.loads(resources.files("flinkdoctor").joinpath(BASELINE).read_text("utf-8"))
+    return Baseline(tuple(data["runs"]), {key: int(t["runs"]) for key, t in data["templates"].items()})
+
+
+def closeness(template: Template, failure: datetime | None) -> float:
+    """1 at the failure, halving every NEAR_S seconds before or after; 1 for all when nothing failed."""
+    if failure is None:
+        return 1.0
+    if template.first is None or template.last is None:
+        return UNTIMED_CLOSENESS
+    if template.first <= failure <= template.last:
+        return 1.0
+    gap = min(abs((template.first - failure).total_seconds()), abs((template.last - failure).total_seconds()))
+    return 0.5 ** (gap / NEAR_S)
+
+
+def rank(templates: list[Template], known: Baseline, failure: datetime | None) -> list[Ranked]:
+    """Every template, best first: rarer and closer to the failure, then the more severe, then the fewer."""
+    ranked = []
+    for template in templates:
+        rarity = known.rarity(template.key)
+        near = closeness(template, failure)
+        ranked.append(Ranked(template, round(rarity, 3), round(near, 3), round(rarity * near, 4)))
+    ranked.sort(
+        key=lambda r: (
+            -r.score,
+            -SEVERITY.get(r.template.level, -1),
+            r.template.count,
+            r.template.first or datetime.max,
+            r.template.key,
+        )
+    )
+    return ranked
+
+
+def failure_time(findings: list[Finding], roots: list[RootCause], outcome: Outcome | None) -> datetime | None:
+    """When it failed: the first root cause's onset in the log, else the derived cause's failure, else the first
+    failure event (fallback's failure rules); None when the input shows no failure."""
+    from .fallback import knowledge
+
+    if roots:
+        times = [f.time for f in roots[0].instances if f.time]
+        if times:
+            return min(times)
+    if outcome and outcome.derived and outcome.derived[0].finding.time:
+        return outcome.derived[0].finding.time
+    failures = [f.time for f in findings if f.rule in knowledge().failure_rules and f.time]
+    return min(failures) if failures else None
+
+
+def unexplained_errors(
+    events,
+    blocks: dict,
+    manifest: Manifest,
+    findings: list[Finding],
+    roots: list[RootCause],
+    outcome: Outcome | None,
+    top: int = TOP,
+) -> list[Ranked]:
+    """The top templates rarer than RARE in healthy runs, ranked against the failure's time."""
+    explained = {(f.sid, f.event_line or f.line) for f in findings}
+    templates = collect_templates(events, blocks, manifest, explained)
+    ranked = rank(templates, baseline(), failure_time(findings, roots, outcome))
+    return [r for r in ranked if r.rarity > RARE][:top]
