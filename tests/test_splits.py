@@ -97,12 +97,16 @@ def test_head_of_file_before_the_first_header_is_unparsed_and_a_split_never_star
 
 def test_crlf_and_a_last_line_without_newline_are_counted_like_the_file(tmp_path, prefilter):
     source = _lab_log(tmp_path, "standalonesession-0-vm.log")
-    data = source.read_bytes().replace(b"\n", b"\r\n").rstrip(b"\r\n")
+    raw = source.read_bytes()
+    warn = next(line for line in raw.split(b"\n") if b" WARN " in line)  # a kept event, copied to the end
+    data = (raw.rstrip(b"\n") + b"\n" + warn).replace(b"\n", b"\r\n")
     path = tmp_path / "crlf.log"
     path.write_bytes(data)
     whole, stats = _scan(path, len(data), prefilter)
     assert stats["lines"] == data.count(b"\n") + 1  # the last line has no newline but is a line
     assert not any("\r" in text for _f, _l, text, _s, _o in whole)
+    last_line = warn.decode("utf-8")
+    assert whole[-1][2] == last_line  # the file's last event, not a character short
     for split in (101, 5000):
         assert _scan(path, split, prefilter) == (whole, stats)
 

@@ -125,7 +125,8 @@ class _Events:
             return
         capped = np.minimum(self.last, self.first + MAX_EVENT_LINES - 1)
         begin = self.starts[self.first] + self.piece[self.first]  # a piece's marker byte is not text
-        end = self.ends[capped] - 1  # without the last newline
+        end = self.ends[capped]
+        end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
         end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
         end = np.maximum(end, begin)
         found = rare_hits(prefilter, self.data, self.starts[self.first], self.ends[self.first])
