@@ -1,0 +1,110 @@
+"""Checkpoint charts as inline SVG, drawn by pygal: durations and sizes over time against the timeout and the
+interval, failures marked. pygal's own scripts (tooltips, loaded from the network) are removed: the report works
+offline and under a Content-Security-Policy that allows no inline script but the copy button's."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from datetime import datetime
+from typing import Any
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _when(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).replace(tzinfo=None)
+    except ValueError:
+        return None
+
+
+def line_chart(
+    title: str,
+    unit: str,
+    series: dict[str, list[tuple[datetime, float]]],
+    failures: list[tuple[datetime, float]],
+    limits: dict[str, float],
+) -> str:
+    """An SVG line chart of values over time, with horizontal limit lines and failure dots."""
+    import pygal
+    from pygal.style import Style
+
+    style = Style(
+        background="white",
+        plot_background="white",
+        colors=("#1f6feb", "#8250df", "#d1242f", "#bf8700", "#57606a"),
+        font_family="sans-serif",
+    )
+    chart = pygal.DateTimeLine(
+        js=[],
+        width=900,
+        height=320,
+        title=title,
+        y_title=unit,
+        style=style,
+        x_label_rotation=25,
+        x_value_formatter=lambda t: t.strftime("%m-%d %H:%M"),
+        show_dots=True,
+        dots_size=2,
+        legend_at_bottom=True,
+        truncate_legend=-1,
+        disable_xml_declaration=True,
+    )
+    times = [t for points in series.values() for t, _ in points] + [t for t, _ in failures]
+    for name, points in series.items():
+        chart.add(name, sorted(points))
+    if failures:
+        chart.add("failed / expired", sorted(failures), stroke=False, dots_size=5)
+    if times:
+        for name, value in limits.items():
+            ends = [(min(times), value), (max(times), value)]
+            chart.add(name, ends, show_dots=False, stroke_style={"dasharray": "6"})
+    return strip_scripts(chart.render_tree())
+
+
+def strip_scripts(tree) -> str:
+    """The SVG without pygal's script elements (its config and tooltip loader)."""
+    ElementTree.register_namespace("", SVG[1:-1])
+    ElementTree.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    for parent in list(tree.iter()):
+        for child in list(parent):
+            if child.tag in (f"{SVG}script", "script"):
+                parent.remove(child)
+    return ElementTree.tostring(tree, encoding="unicode")
+
+
+def checkpoint_charts(data: dict) -> list[dict]:
+    """One pair of charts (durations, sizes) per job that has a checkpoint series in the report."""
+    charts = []
+    for job in (data.get("checkpoints") or {}).get("jobs", []) if isinstance(data.get("checkpoints"), dict) else []:
+        series = job.get("series") or []
+        done = [(t, s) for s in series if (t := _when(s.get("time"))) and s.get("status") == "completed"]
+        failed = [(t, s) for s in series if (t := _when(s.get("time"))) and s.get("status") != "completed"]
+        limits = {
+            f"{name} {_ms(job.get(key))}": float(job[key])
+            for name, key in (("timeout", "timeout_ms"), ("interval", "interval_ms"))
+            if job.get(key)
+        }
+        durations = [(t, float(s["duration_ms"])) for t, s in done if s.get("duration_ms") is not None]
+        failed_at = [(t, float(s.get("duration_ms") or job.get("timeout_ms") or 0)) for t, s in failed]
+        item: dict[str, Any] = {"job": job.get("job") or "job", "summary": [], "charts": []}
+        if durations or failed_at:
+            item["charts"].append(line_chart("Checkpoint duration", "ms", {"duration": durations}, failed_at, limits))
+        sizes = [(t, float(s["size_bytes"]) / 2**20) for t, s in done if s.get("size_bytes") is not None]
+        if sizes:
+            item["charts"].append(line_chart("Checkpoint size", "MiB", {"size": sizes}, [], {}))
+        if item["charts"]:
+            charts.append(item)
+    return charts
+
+
+def _ms(value) -> str:
+    return f"{float(value):,.0f} ms" if value is not None else ""
+
+
+def config_audit(data: dict) -> list[dict]:
+    """Rows of the configuration audit, when the report has one."""
+    audit = data.get("config_audit")
+    return list(audit.get("settings", [])) if isinstance(audit, dict) else []
