@@ -108,3 +108,10 @@ def config_audit(data: dict) -> list[dict]:
     """Rows of the configuration audit, when the report has one."""
     audit = data.get("config_audit")
     return list(audit.get("settings", [])) if isinstance(audit, dict) else []
+
+
+def checkpoint_summaries(data: dict) -> list[tuple[str, list[str]]]:
+    """Per job, the analytics' sentences (percentiles against timeout and interval, trend, failure pattern)."""
+    section = data.get("checkpoints")
+    jobs = section.get("jobs", []) if isinstance(section, dict) else []
+    return [(str(job.get("job") or "job"), [str(line) for line in job.get("summary", [])]) for job in jobs]
