@@ -9,6 +9,7 @@ literals on every candidate stack trace in the JVM cost more than everything els
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -25,18 +26,20 @@ class Prefilter:
     signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then their signatures): literal ids
 
 
-def build_prefilter(rules: list[Rule]) -> Prefilter:
+def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefilter:
     """Number the literals and signatures. A literal of a signature that reads only the header message must be
     in the first line; one that reads the whole text may be anywhere. A literal inside a longer one of the same
-    signature adds nothing and is left out (fewer, rarer literals: fewer hits to sort out)."""
+    signature adds nothing and is left out (fewer, rarer literals: fewer hits to sort out).
+
+    `extra` signatures (the metrics' lines, analytics/metrics.py) are numbered after every rule's, so the rules'
+    numbers do not depend on them."""
     ids: dict[tuple[str, bool], int] = {}
     signatures = []
-    for rule in rules:
-        for sig in rule.signatures:
-            literals = required_literals(sig)
-            header_only = sig.text is None and sig.exception is None
-            kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
-            signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
+    for sig in [sig for rule in rules for sig in rule.signatures] + list(extra):
+        literals = required_literals(sig)
+        header_only = sig.text is None and sig.exception is None
+        kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
+        signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
     keys = sorted(ids, key=lambda key: ids[key])
     return Prefilter(tuple(k[0] for k in keys), tuple(k[1] for k in keys), tuple(signatures))
 

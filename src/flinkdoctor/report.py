@@ -226,6 +226,7 @@ class ConfigSetting:
 class ConfigAudit:
     version: str | None
     settings: list[ConfigSetting]  # every effective setting read, risky ones first; masked values
+    missing: list[str] = field(default_factory=list)  # what the audit could not see, and which input would show it
 
     @property
     def risky(self) -> list[ConfigSetting]:
@@ -286,7 +287,12 @@ def _checkpoints_dict(section: CheckpointAnalytics) -> dict:
 
 
 def _audit_dict(audit: ConfigAudit) -> dict:
-    return {"version": audit.version, "settings": [asdict(s) for s in audit.settings], "risky": len(audit.risky)}
+    return {
+        "version": audit.version,
+        "settings": [asdict(s) for s in audit.settings],
+        "risky": len(audit.risky),
+        "missing": list(audit.missing),
+    }
 
 
 def _source_dict(source: SourceReport) -> dict:
@@ -397,6 +403,8 @@ def build_report(
     timings: dict | None = None,
     work_dir: str | None = None,
     outcome: Outcome | None = None,
+    checkpoints: CheckpointAnalytics | None = None,
+    config_audit: ConfigAudit | None = None,
 ) -> Report:
     paths = {s.id: s.path for s in manifest.sources}
     values: dict[str, str] = {}
@@ -452,7 +460,7 @@ def build_report(
                 count=counts.get(rule_id, len(instances)),
                 first_seen=iso(min(times)) if times else None,
                 last_seen=iso(max(times)) if times else None,
-                evidence=[_evidence(f, paths) for f in instances[:EVIDENCE_PER_FINDING]],
+                evidence=[_evidence(f, paths) for f in instances if f.line > 0][:EVIDENCE_PER_FINDING],
             )
         )
 
@@ -486,6 +494,8 @@ def build_report(
         work_dir=work_dir,
         verdict=outcome.verdict if outcome else ("known-cause" if root_causes else "no-failure"),
         unexplained_symptoms=[_unexplained(u, paths) for u in (outcome.unexplained if outcome else [])],
+        checkpoints=checkpoints,
+        config_audit=config_audit,
     )
 
 
