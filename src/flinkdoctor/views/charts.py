@@ -76,28 +76,49 @@ def strip_scripts(tree) -> str:
 
 
 def checkpoint_charts(data: dict) -> list[dict]:
-    """One pair of charts (durations, sizes) per job that has a checkpoint series in the report."""
+    """Per job: the analytics' sentences and two charts, end-to-end durations (with timed storage steps such as an
+    HDFS close as their own series) and sizes, against the timeout and the interval, failures marked."""
+    section = data.get("checkpoints")
     charts = []
-    for job in (data.get("checkpoints") or {}).get("jobs", []) if isinstance(data.get("checkpoints"), dict) else []:
+    for job in section.get("jobs", []) if isinstance(section, dict) else []:
         series = job.get("series") or []
-        done = [(t, s) for s in series if (t := _when(s.get("time"))) and s.get("status") == "completed"]
-        failed = [(t, s) for s in series if (t := _when(s.get("time"))) and s.get("status") != "completed"]
         limits = {
             f"{name} {_ms(job.get(key))}": float(job[key])
             for name, key in (("timeout", "timeout_ms"), ("interval", "interval_ms"))
             if job.get(key)
         }
-        durations = [(t, float(s["duration_ms"])) for t, s in done if s.get("duration_ms") is not None]
-        failed_at = [(t, float(s.get("duration_ms") or job.get("timeout_ms") or 0)) for t, s in failed]
-        item: dict[str, Any] = {"job": job.get("job") or "job", "summary": [], "charts": []}
-        if durations or failed_at:
-            item["charts"].append(line_chart("Checkpoint duration", "ms", {"duration": durations}, failed_at, limits))
-        sizes = [(t, float(s["size_bytes"]) / 2**20) for t, s in done if s.get("size_bytes") is not None]
+        lines: dict[str, list[tuple[datetime, float]]] = {"end-to-end duration": [], "storage step (e.g. close)": []}
+        failed, sizes = [], []
+        for point in series:
+            when = _when(point.get("time"))
+            if when is None:
+                continue
+            duration = point.get("duration_ms")
+            if point.get("status") in ("declined", "expired", "failed"):
+                failed.append((when, float(duration if duration is not None else job.get("timeout_ms") or 0)))
+            elif duration is not None:
+                stage = "storage step (e.g. close)" if point.get("stage") == "storage-close" else "end-to-end duration"
+                lines[stage].append((when, float(duration)))
+            if point.get("size_bytes") is not None:
+                sizes.append((when, float(point["size_bytes"]) / 2**20))
+        item: dict[str, Any] = {
+            "job": job.get("job") or "job",
+            "summary": [str(line) for line in job.get("summary", [])],
+            "charts": [],
+        }
+        drawn = {name: points for name, points in lines.items() if points}
+        if drawn or failed:
+            item["charts"].append(line_chart("Checkpoint duration", "ms", drawn, failed, limits))
         if sizes:
             item["charts"].append(line_chart("Checkpoint size", "MiB", {"size": sizes}, [], {}))
-        if item["charts"]:
-            charts.append(item)
+        charts.append(item)
     return charts
+
+
+def checkpoint_missing(data: dict) -> list[str]:
+    """What the checkpoint analytics could not measure, and which input would show it."""
+    section = data.get("checkpoints")
+    return [str(line) for line in section.get("missing", [])] if isinstance(section, dict) else []
 
 
 def _ms(value) -> str:
@@ -105,9 +126,14 @@ def _ms(value) -> str:
 
 
 def config_audit(data: dict) -> list[dict]:
-    """Rows of the configuration audit, when the report has one."""
+    """Rows of the configuration audit, risky ones first (the analytics order them so)."""
     audit = data.get("config_audit")
     return list(audit.get("settings", [])) if isinstance(audit, dict) else []
+
+
+def config_missing(data: dict) -> list[str]:
+    audit = data.get("config_audit")
+    return [str(line) for line in audit.get("missing", [])] if isinstance(audit, dict) else []
 
 
 def checkpoint_summaries(data: dict) -> list[tuple[str, list[str]]]:

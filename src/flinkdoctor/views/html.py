@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from ..report import Evidence, Report
-from .charts import checkpoint_charts, config_audit
+from .charts import checkpoint_charts, checkpoint_missing, config_audit, config_missing
 from .timeline import Timeline, build_timeline
 
 COPY_SCRIPT = """
@@ -93,6 +93,8 @@ def render_html(report: Report, generated: datetime | None = None) -> str:
             anchors=cards.index,
             charts=checkpoint_charts(data),
             audit=config_audit(data),
+            checkpoint_missing=checkpoint_missing(data),
+            audit_missing=config_missing(data),
             generated=(generated or datetime.now()).strftime("%Y-%m-%d %H:%M"),
         )
     )
