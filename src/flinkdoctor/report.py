@@ -6,6 +6,10 @@ skipped, timings; later extra fields: input.sources[].encoding/truncated/split_l
 that are mostly unparsed), work_dir (when kept); issue #10: verdict (known-cause, derived-cause,
 no-failure), root_causes[].derived (a cause read from the failure's exception chain, not from
 a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads).
+1.1 (issue #12): contract_version; checkpoints (per-job series, limits and where they came from, percentiles,
+trend, failure period, duration vs interval, and what could not be measured); config_audit (effective settings
+with their source, risky ones with severity, reason and the version-right key); findings of role context from
+the analytics (checkpoint-*, config-*), whose evidence may be empty (a setting read from a file has no line).
 
 Secrets are masked here, once, so that no view can show them; making text inert for a terminal or escaping it for
 HTML/Markdown is each view's job, since JSON must keep the text exact.
@@ -27,6 +31,7 @@ from .match import Finding
 from .rulebook import Rule
 
 SCHEMA = "flinkdoctor.report/v1"
+CONTRACT_VERSION = "1.1"  # minor versions of v1 only add optional fields and sections (see the docstring)
 EVIDENCE_PER_FINDING = 5
 MOSTLY_UNPARSED = 0.5  # a source with more unparsed lines than this share is named as unreadable
 # a value from the input goes into a shell command only when it looks like a path or an id: no spaces, quotes,
@@ -252,6 +257,7 @@ class Report:
         """The JSON contract."""
         data = {
             "schema": SCHEMA,
+            "contract_version": CONTRACT_VERSION,
             "verdict": self.verdict,
             "input": {
                 **{k: v for k, v in asdict(self.input).items() if k != "sources"},
