@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
+from ..inert import inert
 from ..report import Evidence, Report
 from .charts import checkpoint_charts, checkpoint_missing, config_audit, config_missing
 from .timeline import Timeline, build_timeline
@@ -53,8 +54,11 @@ class _Cards:
 @lru_cache(maxsize=1)
 def _environment():
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+    from markupsafe import Markup
 
     env = Environment(
+        # input text also inert: an escape sequence in a log line is shown, even to someone who cats the file
+        finalize=lambda value: value if isinstance(value, Markup) or not isinstance(value, str) else inert(value, True),
         loader=PackageLoader("flinkdoctor.views", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
