@@ -50,6 +50,7 @@ SECRET_VALUES = [
     "c2VjcmV0LXBheWxvYWQ",
     PRIVATE_KEY,
 ]
+MARKUP = " <script>alert(1)</script><img src=x onerror=alert(2)> | [click](http://evil.example) `x` **b**"
 ESCAPES = "\x1b[2J\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\"
 
 
@@ -83,7 +84,7 @@ def hostile_bundle(root: Path) -> dict[str, bytes]:
     # the root cause's own evidence line (the soft lockup) carries escape sequences
     messages = (SEED3 / "messages").read_text().splitlines(keepends=True)
     lockup = next(i for i, line in enumerate(messages) if "soft lockup" in line)
-    messages[lockup] = messages[lockup].rstrip("\n") + " " + ESCAPES + "\n"
+    messages[lockup] = messages[lockup].rstrip("\n") + " " + ESCAPES + MARKUP + "\n"
     files["messages"] = "".join(messages).encode()
     files["taskmanager.log"] = (SEED3 / "taskmanager.log").read_bytes()
     # names a terminal view would once have rendered as a hyperlink, or crashed on
@@ -106,12 +107,12 @@ def hostile(spark, rules, tmp_path_factory):
     from rich.console import Console
 
     from flinkdoctor.pipeline import diagnose
-    from flinkdoctor.views import render_json, render_terminal
+    from flinkdoctor.views import render_html, render_json, render_markdown, render_terminal
 
     base = tmp_path_factory.mktemp("hostile")
     files = hostile_bundle(base / "bundle")
     report = diagnose([base / "bundle"], spark=spark, rules=rules, work_dir=base / "work", keep_work_dir=True)
-    views = {"json": render_json(report)}
+    views = {"json": render_json(report), "html": render_html(report), "markdown": render_markdown(report)}
     for name, options in (("plain", {"no_color": True}), ("colour", {"force_terminal": True})):
         out = io.StringIO()
         render_terminal(report, Console(file=out, width=100, **options))
@@ -182,6 +183,22 @@ def test_json_view_is_exact_and_valid(hostile):
     texts = [ev["text"] for root in report["root_causes"] for ev in root["evidence"]]
     assert any(ESCAPES in text for text in texts)  # the planted sequences, exact once parsed
     assert not any(ch in raw for ch in "\x1b\x07\x9b\u202e")  # and never raw in what reaches a terminal
+
+
+def test_html_view_keeps_planted_markup_as_text(hostile):
+    html = hostile["views"]["html"]
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "\x1b" not in html and "[link=http:/evil.example]click[/link].log" in html
+
+
+def test_markdown_view_keeps_planted_markup_as_text(hostile):
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").enable("table").render(hostile["views"]["markdown"])
+    assert "<script>" not in rendered and "<img" not in rendered and 'href="http://evil' not in rendered
+    assert "\x1b" not in hostile["views"]["markdown"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered  # shown, as text
 
 
 # -- the work dir ------------------------------------------------------------------------------------------------

@@ -53,8 +53,22 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:  # noqa: BLE001 - the one place that turns a crash into exit 4 with a log file
         log = _write_crash_log()
         summary = inert(f"{type(err).__name__}: {err}".splitlines()[0][:300])
-        click.echo(f"flinkdoctor: internal error ({summary}); the traceback is in {log}", err=True)
+        spark_log = _kept_spark_log()
+        click.echo(
+            f"flinkdoctor: internal error ({summary}); the traceback is in {log}"
+            + (f" and Spark's own output in {spark_log}" if spark_log else ""),
+            err=True,
+        )
         sys.exit(EXIT_INTERNAL)
+
+
+def _kept_spark_log() -> Path | None:
+    """Spark's own output of this run, kept for the bug report (only if flinkdoctor started Spark quietly)."""
+    if "flinkdoctor.spark" not in sys.modules:
+        return None
+    from .spark import keep_spark_log
+
+    return keep_spark_log()
 
 
 def _write_crash_log() -> Path:
@@ -78,7 +92,22 @@ cli.add_command(watch_command)
 @cli.command()
 @click.argument("paths", nargs=-1)
 @rest_options(required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "html", "markdown"]),
+    default="text",
+    show_default=True,
+    help="What goes to stdout: the terminal view, the JSON contract, one self-contained HTML file, or Markdown "
+    "for a ticket.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Also write the HTML report to this file (to attach to a ticket).",
+)
+@click.option("--verbose", is_flag=True, help="Show Spark's own output (its banner, warnings and log lines).")
 @click.option(
     "--work-dir",
     type=click.Path(file_okay=False),
@@ -132,6 +161,8 @@ cli.add_command(watch_command)
 def diagnose(
     paths,
     fmt,
+    html_file,
+    verbose,
     work_dir,
     keep_work_dir,
     timezone,
@@ -148,8 +179,10 @@ def diagnose(
 ):
     """Diagnose a bundle: folders, archives (.tar.gz .tgz .zip .gz) or single log files; or, with --rest, a bundle
     collected from a running cluster first (kept beside you, as `flinkdoctor collect` writes it)."""
+    from rich.console import Console
+
     from .pipeline import diagnose as run
-    from .views import render_json, render_terminal
+    from .views.progress import progress
     from .vocabulary import CATEGORIES
 
     unknown = sorted(set(fail_on) - set(CATEGORIES) - {"any"})
@@ -161,34 +194,53 @@ def diagnose(
     if bool(paths) == bool(rest):
         raise UsageError("give either bundle paths or --rest URL")
     rules = _load_or_exit(rules_dirs)
+    if verbose:
+        os.environ["FLINKDOCTOR_VERBOSE"] = "1"  # read by spark.py when it starts the JVM
     if rest:
         conn = connection(rest, **connection_options)
         paths = (str(collect_or_exit(conn, default_bundle_path(conn), max_log_mb).path),)
-    spark = None
-    if master or remote:
-        from .spark import spark_session
+    errors = Console(stderr=True)
+    with progress(errors, enabled=errors.is_terminal and not verbose):
+        spark = None
+        if master or remote:
+            from .spark import spark_session
 
-        spark = spark_session(master, remote=remote)
-    report = run(
-        list(paths),
-        spark=spark,
-        work_dir=work_dir,
-        keep_work_dir=keep_work_dir,
-        timezone=timezone,
-        year=year,
-        rules=rules,
-        flink_version=flink_version,
-        max_unpacked=max_unpacked,
-    )
-    if fmt == "json":
-        click.echo(render_json(report))
-    else:
-        from rich.console import Console
+            spark = spark_session(master, remote=remote)
+        report = run(
+            list(paths),
+            spark=spark,
+            work_dir=work_dir,
+            keep_work_dir=keep_work_dir,
+            timezone=timezone,
+            year=year,
+            rules=rules,
+            flink_version=flink_version,
+            max_unpacked=max_unpacked,
+        )
+    if html_file:
+        from .views import render_html
 
-        render_terminal(report, Console())
+        Path(html_file).write_text(render_html(report), encoding="utf-8")
+        errors.print(
+            f"HTML report written to {inert(html_file)}", style="dim", markup=False, highlight=False, soft_wrap=True
+        )
+    _show(report, fmt)
     categories = {root.category for root in report.root_causes}
     if fail_on and categories and ("any" in fail_on or categories & set(fail_on)):
         sys.exit(EXIT_FOUND)
+
+
+def _show(report, fmt: str) -> None:
+    """The report on stdout in the chosen format; colour only on a terminal, and never with NO_COLOR (rich)."""
+    from . import views
+
+    if fmt == "text":
+        from rich.console import Console
+
+        views.render_terminal(report, Console())
+        return
+    render = {"json": views.render_json, "html": views.render_html, "markdown": views.render_markdown}[fmt]
+    click.echo(render(report), nl=fmt != "markdown")
 
 
 @cli.group()

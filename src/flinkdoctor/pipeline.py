@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .analytics import analyse, analytics_rules, config_knowledge, extract, load_metrics
 from .correlate import correlate
 from .events import build_events, candidates
 from .fallback import fallback
@@ -43,6 +44,7 @@ def diagnose(
     timezone, year = check_timezone(timezone), check_year(year)
     flink_version = check_flink_version(flink_version)
     rules = rules if rules is not None else load_rules(rules_dirs)  # a bad rule fails here, before Spark starts
+    load_metrics(), analytics_rules(), config_knowledge()  # so does bad analytics knowledge
     with WorkDir(work_dir, keep=keep_work_dir) as work:
         return _run(paths, spark, work, timezone, year, flink_version, max_unpacked, rules)
 
@@ -68,12 +70,16 @@ def _run(
         spark = spark_session()
     timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
 
-    events = build_events(spark, manifest, work.path, build_prefilter(rules), timezone=timezone)
+    metrics = load_metrics()
+    prefilter = build_prefilter(rules, [metric.signature for metric in metrics])  # metrics numbered after rules
+    events = build_events(spark, manifest, work.path, prefilter, timezone=timezone)
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
+    table = spark.read.parquet(events.path)
     with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
-        findings, counts = collect_findings(candidates(spark.read.parquet(events.path)), rules, events.blocks, manifest)
+        findings, counts = collect_findings(candidates(table), rules, events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
+    measures = extract(table, metrics, sum(len(rule.signatures) for rule in rules), events.blocks, manifest)
 
     by_id = {rule.id: rule for rule in rules}
     version, version_source = (
@@ -86,6 +92,10 @@ def _run(
         )
     )
     findings, counts = keep_applicable(findings, counts, by_id, version)  # rules limited to other versions
+    analytics = analyse(measures, manifest, version)  # checkpoint series, configuration audit: context findings
+    by_id = {**analytics_rules(), **by_id}
+    findings, counts = findings + analytics.findings, {**analytics.counts, **counts}
+    timings["analytics_s"] = round(time.perf_counter() - started, 3)
     roots = correlate(findings, counts, by_id)
     outcome = fallback(findings, counts, roots, by_id, {s.kind for s in manifest.sources})  # a failure is never healthy
     errors = unexplained_errors(spark.read.parquet(events.path), events.blocks, manifest, findings, roots, outcome)
@@ -103,6 +113,8 @@ def _run(
         work_dir=str(work.path) if work.keep else None,
         outcome=outcome,
         unexplained=errors,
+        checkpoints=analytics.checkpoints,
+        config_audit=analytics.config_audit,
     )
 
 

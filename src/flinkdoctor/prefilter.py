@@ -14,6 +14,7 @@ callback per occurrence. Only the events it hits get their text cut out and the 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -33,18 +34,20 @@ class Prefilter:
     rare: tuple[int, ...] = ()  # per signature: the literal id of its rarest literal (-1: none), for raw bytes
 
 
-def build_prefilter(rules: list[Rule]) -> Prefilter:
+def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefilter:
     """Number the literals and signatures. A literal of a signature that reads only the header message must be
     in the first line; one that reads the whole text may be anywhere. A literal inside a longer one of the same
-    signature adds nothing and is left out (fewer, rarer literals: fewer hits to sort out)."""
+    signature adds nothing and is left out (fewer, rarer literals: fewer hits to sort out).
+
+    `extra` signatures (the metrics' lines, analytics/metrics.py) are numbered after every rule's, so the rules'
+    numbers do not depend on them."""
     ids: dict[tuple[str, bool], int] = {}
     signatures = []
-    for rule in rules:
-        for sig in rule.signatures:
-            literals = required_literals(sig)
-            header_only = sig.text is None and sig.exception is None
-            kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
-            signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
+    for sig in [sig for rule in rules for sig in rule.signatures] + list(extra):
+        literals = required_literals(sig)
+        header_only = sig.text is None and sig.exception is None
+        kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
+        signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
     keys = sorted(ids, key=lambda key: ids[key])
     counts = literal_counts()
     rare = [min(lits, key=lambda i: (counts.get(keys[i][0], 0), -len(keys[i][0])), default=-1) for lits in signatures]

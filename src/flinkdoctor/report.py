@@ -5,8 +5,13 @@ Contract history: v1 (first release): schema, input, root_causes, findings; extr
 skipped, timings; later extra fields: input.sources[].encoding/truncated/split_lines, input.unreadable (sources
 that are mostly unparsed), work_dir (when kept); issue #10: verdict (known-cause, derived-cause,
 no-failure), root_causes[].derived (a cause read from the failure's exception chain, not from
-a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads);
-v1.1 (issue #10): unexplained_errors (WARN+ templates no rule explains, rare in healthy runs, near the failure).
+a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads).
+1.1 (issue #12): contract_version; checkpoints (per-job series, limits and where they came from, percentiles,
+trend, failure period, duration vs interval, and what could not be measured); config_audit (effective settings
+with their source, risky ones with severity, reason and the version-right key); findings of role context from
+the analytics (checkpoint-*, config-*), whose evidence may be empty (a setting read from a file has no line).
+Also in 1.1 (issue #10): unexplained_errors (WARN+ templates no rule explains, rare in healthy runs, near
+the failure).
 
 Secrets are masked here, once, so that no view can show them; making text inert for a terminal or escaping it for
 HTML/Markdown is each view's job, since JSON must keep the text exact.
@@ -30,6 +35,7 @@ from .rulebook import Rule
 from .unexplained import Ranked
 
 SCHEMA = "flinkdoctor.report/v1"
+CONTRACT_VERSION = "1.1"  # minor versions of v1 only add optional fields and sections (see the docstring)
 EVIDENCE_PER_FINDING = 5
 MOSTLY_UNPARSED = 0.5  # a source with more unparsed lines than this share is named as unreadable
 # a value from the input goes into a shell command only when it looks like a path or an id: no spaces, quotes,
@@ -157,6 +163,103 @@ class InputReport:
 
 
 @dataclass(frozen=True)
+class CheckpointPoint:
+    """One checkpoint (or one timed step of it) as the input shows it."""
+
+    id: int | None
+    time: str | None  # when it ended (completed, expired, failed, declined) or, for `in_progress`, was triggered
+    status: str  # completed | declined | expired | failed | in_progress
+    duration_ms: float | None  # end to end (trigger to completion or failure); for a `stage` the step's own time
+    size_bytes: int | None
+    file: str  # where it was read: a log line or a REST document
+    line: int
+    stage: str = "checkpoint"  # checkpoint (end to end), or a step timed by a TaskManager / HDFS line: storage-close
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A configured limit (timeout, interval) and where its value came from."""
+
+    ms: float
+    source: str  # e.g. "config.yaml: execution.checkpointing.timeout", "jobmanager.log:12", "REST ...", "default"
+
+
+@dataclass(frozen=True)
+class CheckpointTrend:
+    """Least-squares growth of completed durations over time; None fields when it cannot be said."""
+
+    growth_ms_per_hour: float
+    points: int
+    hours_to_timeout: float | None  # at this rate, when the timeout is reached (None: not growing, or no timeout)
+
+
+@dataclass(frozen=True)
+class FailurePattern:
+    """Failure times of checkpoints (expired, declined, failed) and whether they recur at a steady period."""
+
+    failures: int
+    periodic: bool
+    period_s: float | None  # the dominant gap between failures (median), when periodic
+    gaps_s: list[float]  # every gap between consecutive failures, seconds
+
+
+@dataclass(frozen=True)
+class CheckpointJob:
+    """The checkpoint analytics of one job."""
+
+    job: str  # the job id (or "unknown job" when the lines name none)
+    series: list[CheckpointPoint]  # in time order; every point found, not a sample
+    counts: dict[str, int]  # per status
+    timeout: Limit | None
+    interval: Limit | None
+    percentiles: dict[str, float]  # p50, p90, p95, p99, max of completed end-to-end durations (ms)
+    trend: CheckpointTrend | None
+    failures: FailurePattern | None
+    over_interval: int  # completed checkpoints that took longer than the interval (they pile up)
+    longest_stage_ms: float | None  # the longest timed step (storage-close) seen, e.g. one HDFS close
+    summary: list[str]  # the sentences a view prints, e.g. "p95 4,980 ms = 99.6 % of the 5,000 ms timeout"
+
+    @property
+    def timeout_ms(self) -> float | None:
+        return self.timeout.ms if self.timeout else None
+
+    @property
+    def interval_ms(self) -> float | None:
+        return self.interval.ms if self.interval else None
+
+
+@dataclass(frozen=True)
+class CheckpointAnalytics:
+    jobs: list[CheckpointJob]
+    missing: list[str] = field(default_factory=list)  # what could not be measured, and which input would show it
+
+
+@dataclass(frozen=True)
+class ConfigSetting:
+    """One effective setting: its value as Flink applied it (later sources win) and every place it was set."""
+
+    key: str
+    value: str
+    source: str  # where the effective value came from: "flink-conf.yaml:3", "jobmanager.log:40", "REST ...", "default"
+    overridden: list[str] = field(default_factory=list)  # earlier places that set it to something else ("file: value")
+    severity: str | None = None  # None (fine) | info | warning | critical
+    note: str = ""  # why it is risky
+    suggested_key: str | None = None  # the key to use on this version (for a renamed or removed key)
+    rule: str | None = None  # the finding's rule id, when it is risky
+
+
+@dataclass(frozen=True)
+class ConfigAudit:
+    version: str | None
+    settings: list[ConfigSetting]  # every effective setting read, risky ones first; masked values
+    missing: list[str] = field(default_factory=list)  # what the audit could not see, and which input would show it
+
+    @property
+    def risky(self) -> list[ConfigSetting]:
+        return [s for s in self.settings if s.severity]
+
+
+@dataclass(frozen=True)
 class Report:
     input: InputReport
     flink_version: str | None
@@ -169,11 +272,14 @@ class Report:
     verdict: str = "no-failure"  # fallback.VERDICTS
     unexplained_symptoms: list[UnexplainedSymptomReport] = field(default_factory=list)
     unexplained_errors: list[UnexplainedErrorReport] = field(default_factory=list)
+    checkpoints: CheckpointAnalytics | None = None
+    config_audit: ConfigAudit | None = None
 
     def to_dict(self) -> dict:
         """The JSON contract."""
         data = {
             "schema": SCHEMA,
+            "contract_version": CONTRACT_VERSION,
             "verdict": self.verdict,
             "input": {
                 **{k: v for k, v in asdict(self.input).items() if k != "sources"},
@@ -189,11 +295,33 @@ class Report:
             ],
             "unexplained_errors": [asdict(u) for u in self.unexplained_errors],
         }
+        if self.checkpoints is not None:
+            data["checkpoints"] = _checkpoints_dict(self.checkpoints)
+        if self.config_audit is not None:
+            data["config_audit"] = _audit_dict(self.config_audit)
         if self.timings:
             data["timings"] = dict(self.timings)
         if self.work_dir:
             data["work_dir"] = self.work_dir
         return data
+
+
+def _checkpoints_dict(section: CheckpointAnalytics) -> dict:
+    jobs = []
+    for job in section.jobs:
+        data = asdict(job)
+        data["timeout_ms"], data["interval_ms"] = job.timeout_ms, job.interval_ms
+        jobs.append(data)
+    return {"jobs": jobs, "missing": list(section.missing)}
+
+
+def _audit_dict(audit: ConfigAudit) -> dict:
+    return {
+        "version": audit.version,
+        "settings": [asdict(s) for s in audit.settings],
+        "risky": len(audit.risky),
+        "missing": list(audit.missing),
+    }
 
 
 def _source_dict(source: SourceReport) -> dict:
@@ -314,6 +442,8 @@ def build_report(
     work_dir: str | None = None,
     outcome: Outcome | None = None,
     unexplained: list[Ranked] | None = None,
+    checkpoints: CheckpointAnalytics | None = None,
+    config_audit: ConfigAudit | None = None,
 ) -> Report:
     paths = {s.id: s.path for s in manifest.sources}
     values: dict[str, str] = {}
@@ -369,7 +499,7 @@ def build_report(
                 count=counts.get(rule_id, len(instances)),
                 first_seen=iso(min(times)) if times else None,
                 last_seen=iso(max(times)) if times else None,
-                evidence=[_evidence(f, paths) for f in instances[:EVIDENCE_PER_FINDING]],
+                evidence=[_evidence(f, paths) for f in instances if f.line > 0][:EVIDENCE_PER_FINDING],
             )
         )
 
@@ -406,6 +536,8 @@ def build_report(
         verdict=outcome.verdict if outcome else ("known-cause" if root_causes else "no-failure"),
         unexplained_symptoms=[_unexplained(u, paths) for u in (outcome.unexplained if outcome else [])],
         unexplained_errors=[_unexplained_error(r, paths) for r in unexplained or []],
+        checkpoints=checkpoints,
+        config_audit=config_audit,
     )
 
 

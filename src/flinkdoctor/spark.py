@@ -1,10 +1,21 @@
 """The one SparkSession flinkdoctor uses: local[*] unless spark-submit or --master says otherwise, or a Spark
-Connect session when `--remote sc://host:port` says so or `flinkdoctor server` runs one (the warm path)."""
+Connect session when `--remote sc://host:port` says so or `flinkdoctor server` runs one (the warm path).
+
+Spark's own output (its banner, log4j WARN lines, stack traces it logs and recovers from) is not the user's: the
+JVM flinkdoctor starts writes its stdout and stderr to a log file (`spark_log()`), removed at exit unless a run
+failed, in which case the error message names it. `FLINKDOCTOR_VERBOSE=1` (the CLI's --verbose) lets it through.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
+import tempfile
 from contextlib import contextmanager
+from pathlib import Path
+
+_LOG: dict[str, Path | bool] = {}
 
 
 def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remote: str | None = None):
@@ -22,7 +33,8 @@ def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remo
         builder = builder.master(master or "local[*]")
     for key, value in session_conf().items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_output_to_log():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -44,6 +56,52 @@ def session_conf() -> dict[str, str]:
         key, _, value = item.partition("=")
         conf[key.strip()] = value.strip()
     return conf
+
+
+def spark_log() -> Path | None:
+    """The file the JVM's output goes to, when flinkdoctor started the JVM quietly."""
+    path = _LOG.get("path")
+    return path if isinstance(path, Path) else None
+
+
+def keep_spark_log() -> Path | None:
+    """Keep the JVM's log after exit (a run failed: it may say why) and return where it is."""
+    _LOG["keep"] = True
+    return spark_log()
+
+
+@contextmanager
+def _jvm_output_to_log():
+    """While the JVM starts, point file descriptors 1 and 2 at a log file: the JVM inherits them and keeps them
+    for its life, and ours are restored at once. Nothing to do when the JVM already runs (spark-submit, a second
+    session) or when the user asked to see Spark's output."""
+    from pyspark import SparkContext
+
+    if os.environ.get("FLINKDOCTOR_VERBOSE") == "1" or SparkContext._gateway is not None:
+        yield
+        return
+    folder = Path(os.environ.get("FLINKDOCTOR_LOG_DIR") or tempfile.gettempdir())
+    path = folder / f"flinkdoctor-spark-{os.getpid()}.log"
+    with open(path, "ab") as log:
+        _LOG["path"] = path
+        atexit.register(_remove_log, path)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def _remove_log(path: Path) -> None:
+    if not _LOG.get("keep"):
+        path.unlink(missing_ok=True)
 
 
 @contextmanager

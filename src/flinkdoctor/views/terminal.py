@@ -8,24 +8,31 @@ from __future__ import annotations
 
 from ..inert import inert
 from ..report import Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
+from .text import message_of, shorten
 
 EVIDENCE_SHOWN = 3
+EVIDENCE_CHARS = 400  # an evidence line, cut at a word boundary past this
+CHAIN_CHARS = 150  # a chain step's message, about two lines at 80 columns
 VERDICT_STYLE = {"no-failure": "green", "derived-cause": "yellow"}
 
 
 def render_terminal(report: Report, console) -> None:
+    """The report for a reader at a terminal of any width (80 columns included): text wraps with hanging indents,
+    rule ids, file names and commands are never cut, and chain lines show the message rather than the log header."""
     from rich.panel import Panel
-    from rich.table import Table
     from rich.text import Text
 
     given = report.input
     version = report.flink_version or "unknown (fixes for all versions shown)"
-    console.print(
+    _indented(
+        console,
         Text(
             f"flinkdoctor: {given.files} files, {given.lines:,} lines ({given.lines_unparsed:,} "
             f"unparsed), {given.events:,} events; Flink version {inert(version)}",
             style="dim",
-        )
+        ),
+        0,
+        2,
     )
     for source in given.unreadable:
         why = source.truncated or f"{source.unparsed:,} of {source.lines:,} lines could not be parsed"
@@ -48,29 +55,68 @@ def render_terminal(report: Report, console) -> None:
     console.print(Panel(Text(_verdict(report)), title="Diagnosis", border_style=style))
     for rank, root in enumerate(report.root_causes, 1):
         title = f"Root cause #{rank}" + (" (derived from the exception chain)" if root.derived else "")
-        console.print(Panel(_root_cause(root), title=title, border_style="red" if rank == 1 else "yellow"))
+        _heading(console, title, "red" if rank == 1 else "yellow")
+        _root_cause(console, root)
     for item in report.unexplained_symptoms:
-        console.print(Panel(_unexplained(item), title="Unexplained symptom", border_style="yellow"))
+        _heading(console, "Unexplained symptom", "yellow")
+        _unexplained(console, item)
     if report.unexplained_errors:
-        title = "Unexplained errors (no rule explains them; rare in healthy runs, near the failure first)"
-        console.print(Panel(_unexplained_errors(report.unexplained_errors), title=title, border_style="yellow"))
+        _heading(
+            console,
+            "Unexplained errors (no rule explains them; rare in healthy runs, near the failure first)",
+            "yellow",
+        )
+        _unexplained_errors(console, report.unexplained_errors)
     if report.findings:
-        table = Table(title="All findings", show_lines=False)
-        for column in ("rule", "category", "role", "count", "first seen", "where"):
-            table.add_column(column, overflow="fold")
+        _heading(console, f"All findings ({len(report.findings)})", "blue")
         for row in report.findings:
-            where = f"{row.evidence[0].file}:{row.evidence[0].line}" if row.evidence else "-"
-            table.add_row(
-                *(
-                    Text(inert(cell))
-                    for cell in (row.rule, row.category, row.role, str(row.count), row.first_seen or "-", where)
-                )
-            )
-        console.print(table)
+            head = Text(inert(row.rule), style="bold")
+            head.append(f"  {row.category} {row.role}, {row.count:,} time{'s' if row.count != 1 else ''}")
+            _indented(console, head, 2)
+            if row.evidence:
+                _location(console, row.first_seen, row.evidence[0].file, row.evidence[0].line, 6)
     for skipped in report.skipped:
         console.print(Text(f"Skipped: {inert(skipped.get('path'))}: {inert(skipped.get('reason'))}", style="yellow"))
     if report.work_dir:
         console.print(Text(f"Work dir kept: {inert(report.work_dir)}", style="dim"))
+
+
+def _heading(console, title: str, style: str) -> None:
+    from rich.rule import Rule
+
+    console.print(Rule(title, style=style, align="left"))
+
+
+def _indented(console, text, indent: int, hang: int = 0) -> None:
+    """`text` wrapped at the console's width, `indent` columns in, continuation lines `hang` further in; no
+    trailing blanks (the output is often piped into a file or a ticket)."""
+    from rich.text import Text
+
+    width = max(20, console.width - indent - hang)
+    for number, line in enumerate(text.wrap(console, width, overflow="fold")):
+        line.rstrip()
+        console.print(Text(" " * (indent + (hang if number else 0))) + line, soft_wrap=True)
+
+
+def _location(console, time: str | None, file: str, line: int, indent: int) -> None:
+    """Where a line is: its time, then file:line whole (a long path gets a line of its own, wrapped by the terminal
+    and not by us, so that it copies as one)."""
+    from rich.text import Text
+
+    where = f"{inert(file)}:{line}"
+    if indent + len(time or "no time") + 2 + len(where) <= console.width:
+        console.print(Text(" " * indent + f"{time or 'no time'}  {where}", style="cyan"), soft_wrap=True)
+    else:
+        console.print(Text(" " * indent + (time or "no time"), style="cyan"), soft_wrap=True)
+        console.print(Text(" " * indent + where, style="cyan"), soft_wrap=True)
+
+
+def _evidence(console, evidence) -> None:
+    from rich.text import Text
+
+    for ev in evidence[:EVIDENCE_SHOWN]:
+        _location(console, ev.time, ev.file, ev.line, 2)
+        _indented(console, Text(shorten(inert(ev.text), EVIDENCE_CHARS)), 4)
 
 
 def _verdict(report: Report) -> str:
@@ -95,76 +141,78 @@ def _verdict(report: Report) -> str:
     )
 
 
-def _unexplained(item: UnexplainedSymptomReport):
+def _unexplained(console, item: UnexplainedSymptomReport) -> None:
     from rich.text import Text
 
-    body = Text()
-    body.append(f"{inert(item.title)}\n", style="bold")
-    body.append(f"rule {item.rule}  category {item.category}  first seen {item.first_seen or 'unknown time'}  ")
-    body.append(f"({item.count} times)\n\n")
-    body.append("What usually causes it: " + inert(item.usually_caused_by) + "\n")
-    if item.explained_by:
-        body.append("Evidence that would explain it (absent here): " + inert(", ".join(item.explained_by)) + "\n")
-    if item.missing:
-        body.append("Logs those signatures read, missing from the input: " + inert(", ".join(item.missing)) + "\n")
-    for ev in item.evidence[:EVIDENCE_SHOWN]:
-        body.append(f"  {inert(ev.file)}:{ev.line}  {ev.time or ''}\n", style="cyan")
-        body.append(f"    {inert(ev.text)[:300]}\n")
-    return body
-
-
-def _unexplained_errors(items: list[UnexplainedErrorReport]):
-    from rich.text import Text
-
-    body = Text()
-    for rank, item in enumerate(items, 1):
-        if rank > 1:
-            body.append("\n")
-        body.append(f"#{rank} {item.level}  ", style="bold")
-        body.append(inert(item.template)[:300] + "\n", style="bold")
-        body.append(
-            f"   {item.count} times, first seen {item.first_seen or 'unknown time'}, rarity {item.rarity:.2f}, "
-            f"closeness {item.closeness:.2f}" + (f", {inert(item.logger)}" if item.logger else "") + "\n"
-        )
-        ev = item.evidence
-        body.append(f"   {inert(ev.file)}:{ev.line}\n", style="cyan")
-        body.append(f"     {inert(ev.text)[:300]}\n")
-    body.append("\nDraft a rule from one: flinkdoctor rules suggest BUNDLE --template N", style="dim")
-    return body
-
-
-def _root_cause(root: RootCauseReport):
-    from rich.text import Text
-
-    body = Text()
-    body.append(f"{inert(root.title)}\n", style="bold")
-    if root.derived:
-        body.append("derived from the exception chain, no known signature matched\n", style="yellow")
-    body.append(
-        f"category {root.category}  rule {root.rule}  confidence {root.confidence:.2f}  "
-        f"first seen {root.first_seen or 'unknown time'}  ({root.count} times)\n\n"
+    console.print(Text(inert(item.title), style="bold"))
+    _indented(
+        console,
+        Text(
+            f"rule {item.rule}  category {item.category}  first seen {item.first_seen or 'unknown time'}  "
+            f"({item.count} times)"
+        ),
+        0,
     )
-    body.append(inert(" ".join(root.explanation.split())) + "\n\n")  # the rule's line breaks are not the terminal's
-    body.append("Evidence\n", style="bold")
-    for ev in root.evidence[:EVIDENCE_SHOWN]:
-        body.append(f"  {inert(ev.file)}:{ev.line}  {ev.time or ''}\n", style="cyan")
-        body.append(f"    {inert(ev.text)[:300]}\n")
+    _indented(console, Text("What usually causes it: " + inert(item.usually_caused_by)), 0)
+    if item.explained_by:
+        _indented(console, Text("Evidence that would explain it (absent here): " + ", ".join(item.explained_by)), 0)
+    if item.missing:
+        _indented(console, Text("Logs those signatures read, missing from the input: " + ", ".join(item.missing)), 0)
+    _evidence(console, item.evidence)
+
+
+def _root_cause(console, root: RootCauseReport) -> None:
+    from rich.text import Text
+
+    console.print(Text(inert(root.title), style="bold"))
+    if root.derived:
+        console.print(Text("derived from the exception chain, no known signature matched", style="yellow"))
+    meta = (
+        f"category {root.category}  rule {root.rule}  confidence {root.confidence:.2f}  first seen "
+        f"{root.first_seen or 'unknown time'}"
+        + (f" on {inert(root.host)}" if root.host else "")
+        + f"  ({root.count} time{'s' if root.count != 1 else ''})"
+    )
+    _indented(console, Text(meta), 0)
+    console.print()
+    _indented(console, Text(inert(" ".join(root.explanation.split()))), 0)  # the rule's breaks are not the terminal's
+    console.print(Text("Evidence", style="bold"))
+    _evidence(console, root.evidence)
     if root.chain:
-        body.append("\nChain of symptoms\n", style="bold")
-        for step in root.chain:
-            indent = "  " * (step.depth - 1)
-            body.append(f"  {indent}-> {step.rule} ({step.category})  ", style="yellow")
-            body.append(
-                f"{step.evidence.time or 'no time'}  {inert(step.evidence.file)}:{step.evidence.line}\n", style="cyan"
-            )
-            body.append(f"  {indent}     {inert(step.evidence.text)[:200]}\n")
+        console.print(Text("Chain of symptoms", style="bold"))
+        for number, step in enumerate(root.chain, 1):
+            indent = 2 * step.depth
+            head = Text(f"{number}. ", style="yellow")
+            head.append(f"{step.rule} ({step.category})", style="yellow")
+            _indented(console, head, indent)
+            ev = step.evidence
+            _location(console, ev.time, ev.file, ev.line, indent + 3)
+            _indented(console, Text(shorten(inert(message_of(ev.text)), CHAIN_CHARS)), indent + 3)
     if root.fix:
-        body.append("\nFix\n", style="bold")
+        console.print(Text("Fix", style="bold"))
         for fix in root.fix:
-            body.append(f"  * {inert(fix.text)}\n")
-            for key, value in fix.config.items():
-                body.append(f"      {inert(key)}: {inert(value)}\n", style="green")
+            _indented(console, Text("* " + inert(fix.text)), 2, 2)
+            for key, value in fix.config.items():  # whole lines, wrapped by the terminal: copied as one
+                console.print(Text(f"    {inert(key)}: {inert(value)}", style="green"), soft_wrap=True)
             if fix.command:
-                body.append(f"      $ {inert(fix.command)}\n", style="green")
-    body.append("\nReferences: " + inert(", ".join(root.references)), style="dim")
-    return body
+                console.print(Text(f"    $ {inert(fix.command)}", style="green"), soft_wrap=True)
+    if root.references:
+        _indented(console, Text("References: " + inert(", ".join(root.references)), style="dim"), 0, 2)
+
+
+def _unexplained_errors(console, items: list[UnexplainedErrorReport]) -> None:
+    from rich.text import Text
+
+    for rank, item in enumerate(items, 1):
+        _indented(console, Text(f"#{rank} {item.level}  " + inert(item.template), style="bold"), 0, 2)
+        _indented(
+            console,
+            Text(
+                f"{item.count} times, first seen {item.first_seen or 'unknown time'}, rarity {item.rarity:.2f}, "
+                f"closeness {item.closeness:.2f}" + (f", {inert(item.logger)}" if item.logger else "")
+            ),
+            2,
+        )
+        _location(console, item.first_seen, item.evidence.file, item.evidence.line, 2)
+        _indented(console, Text(shorten(inert(item.evidence.text), EVIDENCE_CHARS)), 4)
+    console.print(Text("Draft a rule from one: flinkdoctor rules suggest BUNDLE --template N", style="dim"))

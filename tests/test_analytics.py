@@ -1,0 +1,260 @@
+"""Checkpoint and configuration analytics on the seeds and the recorded lab bundles (real Flink 1.20.3 and 2.1.1).
+
+A few tests add a configuration file next to a bundle: a file an operator writes (not a line Flink prints), with
+the values the seed's write-up states (seed 000: "checkpoint timeout 10_000ms") or a key of the other major version.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from datetime import datetime, timedelta
+
+import pytest
+
+from conftest import DATA, line_at
+
+SEEDS = DATA / "seeds"
+LAB = DATA / "lab"
+
+
+def config_file(tmp_path, text: str):
+    path = tmp_path / "flink-conf.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def job_with(report, predicate):
+    return next(job for job in report["checkpoints"]["jobs"] if predicate(job))
+
+
+def findings_of(report, rule):
+    return [f for f in report["findings"] if f["rule"] == rule]
+
+
+def setting(report, key):
+    return next(s for s in report["config_audit"]["settings"] if s["key"] == key)
+
+
+def unpacked(archive, tmp_path):
+    with tarfile.open(archive) as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+# --- Spark: real bundles --------------------------------------------------------------------------------------
+
+
+def test_seed_000_close_against_timeout(diagnose_bundle, tmp_path):
+    """The HDFS close of chk-363 took 37,829 ms; with the job's 10 s timeout that is 3.8 x the timeout."""
+    plain = diagnose_bundle(SEEDS / "000")
+    closed = job_with(plain, lambda j: j["longest_stage_ms"])
+    assert closed["longest_stage_ms"] == 37829
+    step = next(p for p in closed["series"] if p["stage"] == "storage-close")
+    assert step["id"] == 363 and step["file"] == "close-timing-excerpt.txt"
+    assert "duration: 37829" in line_at(SEEDS / "000" / step["file"], step["line"])
+    assert step["time"] == "2020-01-03T04:23:53.855Z"  # the line's own "failed timestamp:1578025433855"
+    assert any("No checkpoint timeout in the input" in m for m in plain["checkpoints"]["missing"])
+    # two failures of two job runs (different job ids): no period can be claimed from them
+    assert all(not (j["failures"] or {}).get("periodic") for j in plain["checkpoints"]["jobs"])
+    # no configuration at all: the audit says so rather than flag unset keys
+    assert plain["config_audit"]["settings"] == [] and plain["config_audit"]["missing"]
+
+    report = diagnose_bundle(SEEDS / "000", config_file(tmp_path, "execution.checkpointing.timeout: 10 s\n"))
+    job = job_with(report, lambda j: j["longest_stage_ms"])
+    assert job["timeout_ms"] == 10000 and "flink-conf.yaml" in job["timeout"]["source"]
+    assert any("37,829 ms" in line and "10,000 ms timeout" in line for line in job["summary"]), job["summary"]
+    (over,) = findings_of(report, "checkpoint-step-over-timeout")
+    assert over["role"] == "context" and over["evidence"][0]["file"].endswith("close-timing-excerpt.txt")
+    timeout = setting(report, "execution.checkpointing.timeout")
+    assert timeout["severity"] == "warning" and timeout["rule"] == "config-checkpoint-timeout-below-durations"
+    # checkpoint files were written to HDFS: the job set a file-system backend in code, so no memory-backend flag
+    assert not findings_of(report, "config-memory-state-backend")
+    assert [r["category"] for r in report["root_causes"]] == ["checkpoint-storage-slow"]
+
+
+def test_seed_001_audit_flags_missing_state_backend(diagnose_bundle):
+    report = diagnose_bundle(SEEDS / "001", flink_version="1.10.0")
+    backend = setting(report, "state.backend")
+    assert backend["severity"] == "critical" and backend["source"] == "not set (default)"
+    assert backend["suggested_key"] == "state.backend"  # not 1.17's state.backend.type
+    assert "state.backend: filesystem" in backend["note"] and "state.checkpoints.dir" in backend["note"]
+    assert "MemCheckpointStreamFactory" in backend["note"]  # the logs show the memory backend at work
+    (finding,) = findings_of(report, "config-memory-state-backend")
+    evidence = finding["evidence"][0]
+    assert evidence["file"] == "jobmanager.log"
+    assert line_at(SEEDS / "001" / evidence["file"], evidence["line"]).rstrip() == evidence["text"]
+    assert "MemCheckpointStreamFactory" in evidence["text"]
+    dirs = setting(report, "state.checkpoints.dir")
+    assert dirs["severity"] is None and dirs["source"] == "flink-conf.yaml"
+    assert report["root_causes"][0]["category"] == "state-size-limit"
+    job = job_with(report, lambda j: j["job"] == "44ec04da13306281d7a8da2c808d5b71")
+    assert job["counts"] == {"declined": 1}
+
+
+def test_seed_001_unknown_version_still_names_the_key(diagnose_bundle):
+    report = diagnose_bundle(SEEDS / "001")
+    assert setting(report, "state.backend")["severity"] == "critical"
+    assert report["config_audit"]["version"] is None
+
+
+def test_seed_002_says_what_it_cannot_measure(diagnose_bundle):
+    """The seed holds one TaskManager stack trace without times: no duration to set against interval and timeout."""
+    report = diagnose_bundle(SEEDS / "002")
+    assert report["checkpoints"]["jobs"] == []
+    assert any("No checkpoint durations in the input" in m for m in report["checkpoints"]["missing"])
+    assert report["root_causes"][0]["category"] == "checkpoint-timeout"
+
+
+@pytest.mark.parametrize("version", ["1.20.3", "2.1.1"])
+def test_lab_checkpoint_timeout_duration_against_interval_and_timeout(diagnose_bundle, version, tmp_path):
+    """Real runs with interval 3 s and timeout 5 s: every checkpoint expires after 5 s, past the next trigger."""
+    archive = LAB / version / "checkpoint-timeout.tar.gz"
+    report = diagnose_bundle(archive)
+    root = unpacked(archive, tmp_path)
+    job = job_with(report, lambda j: j["counts"].get("expired"))
+    assert job["timeout_ms"] == 5000 and job["interval_ms"] == 3000
+    expired = [p for p in job["series"] if p["status"] == "expired" and not p["file"].startswith("REST")]
+    assert expired and all(4900 <= p["duration_ms"] <= 5100 for p in expired)  # trigger line to expiry line
+    for point in expired:
+        text = line_at(root / point["file"], point["line"])
+        assert f"Checkpoint {point['id']} of job {job['job']} expired before completing" in text
+    assert job["over_interval"] >= len(expired)
+    assert any("longer than the 3,000 ms interval" in line for line in job["summary"])
+    (finding,) = findings_of(report, "checkpoint-longer-than-interval")
+    assert finding["count"] >= len(expired)
+    assert report["root_causes"][0]["category"] == "checkpoint-timeout"
+    tolerance = setting(report, "execution.checkpointing.tolerable-failed-checkpoints")
+    assert tolerance["value"] == "1" and tolerance["severity"] is None  # the lab sets 1: not flagged
+
+
+@pytest.mark.parametrize("version", ["1.20.3", "2.1.1"])
+def test_lab_healthy_completed_series(diagnose_bundle, version, tmp_path):
+    """Completed checkpoints of a healthy run, in the 1.15+/2.x wording, each point at its own log line."""
+    archive = LAB / version / "healthy.tar.gz"
+    report = diagnose_bundle(archive)
+    root = unpacked(archive, tmp_path)
+    job = job_with(report, lambda j: j["counts"].get("completed"))
+    logged = [p for p in job["series"] if p["status"] == "completed" and not p["file"].startswith("REST")]
+    assert len(logged) >= 10
+    for point in logged:
+        text = line_at(root / point["file"], point["line"])
+        assert f"Completed checkpoint {point['id']} for job {job['job']} ({point['size_bytes']} bytes, " in text
+        assert f"checkpointDuration={int(point['duration_ms'])} ms" in text
+    durations = sorted(p["duration_ms"] for p in job["series"] if p["status"] == "completed")
+    assert job["percentiles"]["max"] == durations[-1] and job["percentiles"]["p50"] <= job["percentiles"]["p95"]
+    assert job["over_interval"] == 0 and not findings_of(report, "checkpoint-duration-near-timeout")
+    assert report["verdict"] == "no-failure"
+
+
+@pytest.mark.parametrize(("version", "severity"), [("2.1.1", "warning"), ("1.20.3", "info")])
+def test_one_x_key_on_a_two_x_bundle(diagnose_bundle, tmp_path, version, severity):
+    """An operator's file with the 1.x backend key: a finding on 2.x, a deprecation note on 1.20."""
+    conf = config_file(tmp_path, "state.backend: rocksdb\n")
+    report = diagnose_bundle(LAB / version / "healthy.tar.gz", conf)
+    assert report["flink_version"]["version"] == version
+    backend = setting(report, "state.backend")
+    assert backend["severity"] == severity and backend["suggested_key"] == "state.backend.type"
+    assert backend["rule"] == "config-key-of-other-version"
+    assert ("1.x key" in backend["note"]) == (version == "2.1.1")
+    assert findings_of(report, "config-key-of-other-version")
+
+
+def test_report_with_analytics_fits_the_schema(diagnose_bundle):
+    import jsonschema
+
+    schema = json.loads((DATA.parent.parent / "src/flinkdoctor/schemas/report.schema.json").read_text())
+    for bundle in (SEEDS / "000", SEEDS / "001", LAB / "2.1.1" / "checkpoint-timeout.tar.gz"):
+        report = diagnose_bundle(bundle)
+        jsonschema.validate(report, schema)
+        assert report["contract_version"] == "1.1"
+
+
+# --- pure Python ----------------------------------------------------------------------------------------------
+
+
+def test_durations_as_flink_writes_them():
+    from flinkdoctor.analytics.config import duration_ms
+
+    assert duration_ms("10 s") == 10_000 and duration_ms("600000") == 600_000 and duration_ms("3s") == 3000
+    assert duration_ms("1 min") == 60_000 and duration_ms("2 h") == 7_200_000
+    assert duration_ms("ten") is None and duration_ms("5 fortnights") is None and duration_ms(None) is None
+
+
+def _points(gaps_min: list[float]):
+    from flinkdoctor.analytics.checkpoints import Point
+
+    start, points = datetime(2020, 1, 2, 17, 0), []
+    when = start
+    for n, gap in enumerate([0.0, *gaps_min]):
+        when += timedelta(minutes=gap)
+        points.append(Point("j" * 32, n, when, "failed", None, None, "jobmanager.log", n + 1, sid=0))
+    return points
+
+
+def test_failure_period_is_found_when_steady():
+    from flinkdoctor.analytics.checkpoints import _failures
+
+    steady, _ = _failures(_points([17, 16.5, 17.5, 17, 16.8]), None)
+    assert steady and steady.periodic and 16 * 60 <= (steady.period_s or 0) <= 18 * 60
+    ragged, _ = _failures(_points([3, 40, 11, 90]), None)
+    assert ragged and not ragged.periodic and ragged.period_s is None
+    few, _ = _failures(_points([17, 17]), None)
+    assert few and not few.periodic  # three failures are not yet a pattern
+
+
+def test_keys_checked_against_the_version():
+    from flinkdoctor.analytics.config import Assignment, Effective, audit
+    from flinkdoctor.analytics.knowledge import config_knowledge
+
+    effective = Effective()
+    for key, value in (
+        ("state.backend.type", "rocksdb"),
+        ("akka.ask.timeout", "240 s"),
+        ("heartbeat.timeout", "180000"),
+    ):
+        effective.add(Assignment(key, value, "flink-conf.yaml"))
+    on_110, risks = audit(effective, "1.10.0", config_knowledge(), checkpointing=True)
+    by_key = {s.key: s for s in on_110.settings}
+    assert (
+        "ignores it" in by_key["state.backend.type"].note
+        and by_key["state.backend.type"].suggested_key == "state.backend"
+    )
+    assert by_key["akka.ask.timeout"].rule == "config-ask-timeout-raised"
+    assert by_key["heartbeat.timeout"].rule == "config-heartbeat-timeout-raised"
+    on_2, _ = audit(effective, "2.1.1", config_knowledge(), checkpointing=True)
+    akka = next(s for s in on_2.settings if s.key == "akka.ask.timeout")
+    assert akka.suggested_key == "pekko.ask.timeout" and "1.x key" in akka.note
+    assert risks and all(r.note for r in risks)
+
+
+def test_zookeeper_ha_without_suspended_tolerance():
+    from flinkdoctor.analytics.config import Assignment, Effective, audit
+    from flinkdoctor.analytics.knowledge import config_knowledge
+
+    effective = Effective()
+    effective.add(Assignment("high-availability.type", "zookeeper", "config.yaml"))
+    flagged, _ = audit(effective, "1.17.2", config_knowledge(), checkpointing=False)
+    row = next(s for s in flagged.settings if s.rule == "config-zookeeper-suspended-not-tolerated")
+    assert row.suggested_key == "high-availability.zookeeper.client.tolerate-suspended-connections"
+    old, _ = audit(effective, "1.10.0", config_knowledge(), checkpointing=False)
+    assert any("Not available before Flink 1.14" in s.note for s in old.settings)
+    effective.add(Assignment("high-availability.zookeeper.client.tolerate-suspended-connections", "true", "x"))
+    fine, _ = audit(effective, "1.17.2", config_knowledge(), checkpointing=False)
+    assert not any(s.rule == "config-zookeeper-suspended-not-tolerated" for s in fine.settings)
+
+
+def test_metrics_feed_the_prefilter_after_the_rules():
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.prefilter import build_prefilter
+    from flinkdoctor.rulebook import load_rules
+
+    rules = load_rules()
+    metrics = load_metrics()
+    alone = build_prefilter(rules)
+    both = build_prefilter(rules, [m.signature for m in metrics])
+    assert both.signatures[: len(alone.signatures)] == alone.signatures  # the rules' numbers do not move
+    assert len(both.signatures) == len(alone.signatures) + len(metrics)
+    assert all(both.signatures[len(alone.signatures) :])  # every metric has literals
+    assert all(re.compile(m.pattern.pattern) for m in metrics)
