@@ -57,6 +57,20 @@ def render_markdown(report: Report) -> str:
             f"What usually causes it: {md(item.usually_caused_by)}",
         ]
         out += _evidence(item.evidence)
+    if report.unexplained_errors:
+        out += [
+            "",
+            "## Unexplained errors",
+            "",
+            "WARN/ERROR lines no rule explains, rare in healthy runs, nearest the failure first.",
+        ]
+        for rank, item in enumerate(report.unexplained_errors, 1):
+            out += [
+                "",
+                f"{rank}. **{md(item.level)}** {md(item.template)}: {item.count:,} times, first seen "
+                f"{md(item.first_seen or 'unknown time')}, rarity {item.rarity:.2f}",
+            ]
+            out += _evidence([item.evidence])
     out += _checkpoints(report)
     if report.findings:
         out += [
