@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import RuleError
 from .regexes import nested_quantifier, python_regex
 from .validation import line_of, read_yaml, schema, schema_problems
+
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
 
 FIELDS = ("ts", "level", "logger", "thread", "msg", "host", "uptime")
 
@@ -43,21 +47,23 @@ class Layout:
         return self.python_regex.groupindex.get(name, 0)
 
 
-def layouts_file() -> Path:
-    return Path(str(resources.files("flinkdoctor").joinpath("layouts/layouts.yaml")))
+def layouts_file() -> Traversable:
+    """The package's layouts.yaml, read through importlib.resources: executors may import flinkdoctor from a zip
+    shipped with --py-files, where it is no file on disk."""
+    return resources.files("flinkdoctor").joinpath("layouts/layouts.yaml")
 
 
 @cache
-def load_layouts(path: Path | None = None) -> tuple[Layout, ...]:
+def load_layouts(path: Path | Traversable | None = None) -> tuple[Layout, ...]:
     """Every layout of layouts.yaml (or of `path`), checked; raise RuleError listing all problems."""
     import jsonschema
 
     path = path or layouts_file()
     problems: list[str] = []
-    data, node = read_yaml(path, path.read_text("utf-8"), problems)
+    data, node = read_yaml(str(path), path.read_text(encoding="utf-8"), problems)
     if not problems:
         layout_schema = schema("layouts")
-        problems += schema_problems(jsonschema.Draft202012Validator(layout_schema), data, node, path)
+        problems += schema_problems(jsonschema.Draft202012Validator(layout_schema), data, node, str(path))
     if problems:
         raise RuleError("\n".join(problems))
     defaults = {key: spec["default"] for key, spec in layout_schema["items"]["properties"].items() if "default" in spec}

@@ -64,13 +64,13 @@ def render_markdown(report: Report) -> str:
             "",
             "WARN/ERROR lines no rule explains, rare in healthy runs, nearest the failure first.",
         ]
-        for rank, item in enumerate(report.unexplained_errors, 1):
+        for rank, error in enumerate(report.unexplained_errors, 1):
             out += [
                 "",
-                f"{rank}. **{md(item.level)}** {md(item.template)}: {item.count:,} times, first seen "
-                f"{md(item.first_seen or 'unknown time')}, rarity {item.rarity:.2f}",
+                f"{rank}. **{md(error.level)}** {md(error.template)}: {error.count:,} times, first seen "
+                f"{md(error.first_seen or 'unknown time')}, rarity {error.rarity:.2f}",
             ]
-            out += _evidence([item.evidence])
+            out += _evidence([error.evidence])
     out += _checkpoints(report)
     if report.findings:
         out += [
