@@ -14,7 +14,7 @@ from flinkdoctor.fleet import lake
 from flinkdoctor.fleet.infra import authority, host_from_path, quorum
 from flinkdoctor.fleet.query import jobs_with, parse_time
 from flinkdoctor.fleet.recurrence import detect
-from flinkdoctor.fleet.report import build, render_json, render_terminal
+from flinkdoctor.fleet.report import build, render_html, render_json, render_terminal
 
 
 def wc_lines(folder: Path) -> int:
@@ -95,6 +95,11 @@ def test_views(fleet):
     text = console.export_text()
     assert "same storage nn-shared.example.com:8020" in text and "same host worker-h1" in text
     assert plan["failed"][0] in text
+    page = render_html(report)
+    assert "<script" not in page and page.count('class="incident"') == 2
+    assert "nn-shared.example.com:8020" in page and plan["failed"][0] in page
+    for job in plan["incidents"][0]["jobs"]:
+        assert job in page
 
 
 def test_query_which_jobs_had_a_category_in_a_range(fleet):

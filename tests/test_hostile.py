@@ -11,6 +11,7 @@ import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -295,7 +296,7 @@ def test_an_internal_error_exits_4_with_its_traceback_in_a_log(tmp_path):
     assert result.returncode == 4, result.stderr[-2000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("flinkdoctor: internal error") and "Traceback" not in result.stderr
-    log = Path(last.rsplit(" ", 1)[-1])
+    log = Path(re.search(r"the traceback is in (\S+)", last).group(1))
     assert log.parent == tmp_path and "Traceback" in log.read_text()
 
 

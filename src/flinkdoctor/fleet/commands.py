@@ -30,7 +30,7 @@ def fleet():
 @fleet.command("run")
 @click.argument("roots", nargs=-1, required=True)
 @click.option("--out", "lake_dir", required=True, type=click.Path(file_okay=False), help="The lake folder.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 @click.option("--work-dir", type=click.Path(file_okay=False), help="Where bundles are staged (default: temporary).")
 @click.option("--timezone", default="UTC", show_default=True, callback=lambda c, p, v: check_timezone(v))
 @click.option("--year", type=int, callback=lambda c, p, v: check_year(v), help="Year for syslog lines.")
@@ -68,7 +68,7 @@ def fleet_run(roots, lake_dir, fmt, work_dir, timezone, year, rules_dirs, window
 
 @fleet.command("report")
 @click.argument("lake_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True)
 @click.option("--window", type=click.IntRange(min=1), default=15, show_default=True)
 @click.option("--min-jobs", type=click.IntRange(min=2), default=2, show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)

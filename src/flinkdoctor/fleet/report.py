@@ -1,5 +1,5 @@
-"""The fleet report: one model built from the lake, and its views (terminal, JSON; an HTML view registers in
-VIEWS the same way). Top root causes by the number of jobs they hit, with the jobs and times; the likely
+"""The fleet report: one model built from the lake, and its views (terminal, JSON, HTML; each in
+VIEWS). Top root causes by the number of jobs they hit, with the jobs and times; the likely
 shared-infrastructure incidents; the bundles that could not be read."""
 
 from __future__ import annotations
@@ -171,4 +171,18 @@ def render_terminal(report: FleetReport, console) -> None:
         console.print(Text(f"Unreadable: {inert(failed['job'])}: {inert(failed['reason'])}", style="yellow"))
 
 
-VIEWS = {"json": render_json}  # format -> function(report) -> str; the terminal view prints to a console
+def render_html(report: FleetReport) -> str:
+    """One self-contained page (no script at all), rendered by the diagnose HTML view's autoescaping, inert
+    Jinja2 environment; names, hosts and keys from the input masked first."""
+    from dataclasses import replace
+
+    from ..views.html import _environment
+
+    masked = replace(
+        report,
+        incidents=[replace(i, key=mask(i.key) or "", jobs=[mask(j) or "" for j in i.jobs]) for i in report.incidents],
+    )
+    return _environment().get_template("fleet.html.j2").render(report=masked)
+
+
+VIEWS = {"json": render_json, "html": render_html}  # format -> function(report) -> str; terminal prints to a console

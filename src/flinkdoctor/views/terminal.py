@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..inert import inert
 from ..report import Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
+from .charts import checkpoint_summaries, config_audit
 from .text import message_of, shorten
 
 EVIDENCE_SHOWN = 3
@@ -36,21 +37,30 @@ def render_terminal(report: Report, console) -> None:
     )
     for source in given.unreadable:
         why = source.truncated or f"{source.unparsed:,} of {source.lines:,} lines could not be parsed"
-        console.print(
+        _indented(
+            console,
             Text(
                 f"Not fully readable: {inert(source.path)} ({inert(why)}); a diagnosis cannot rest on it",
                 style="yellow",
-            )
+            ),
+            0,
+            2,
         )
-    for source in given.sources:
-        if source.untimed and source.lines:
-            console.print(
-                Text(
-                    f"No timestamps: {inert(source.path)}: its {source.lines:,} lines could not be placed in time "
-                    "(matched, but not ordered against other sources)",
-                    style="yellow",
-                )
-            )
+    untimed = [source for source in given.sources if source.untimed and source.lines]
+    if untimed:
+        names = ", ".join(inert(source.path) for source in untimed[:3])
+        more = f" and {len(untimed) - 3} more" if len(untimed) > 3 else ""
+        lines = sum(source.lines for source in untimed)
+        _indented(
+            console,
+            Text(
+                f"No timestamps in {len(untimed)} source{'s' if len(untimed) != 1 else ''} ({lines:,} lines: "
+                f"matched, but not ordered in time against the others): {names}{more}",
+                style="yellow",
+            ),
+            0,
+            2,
+        )
     style = VERDICT_STYLE.get(report.verdict, "red")
     console.print(Panel(Text(_verdict(report)), title="Diagnosis", border_style=style))
     for rank, root in enumerate(report.root_causes, 1):
@@ -75,6 +85,7 @@ def render_terminal(report: Report, console) -> None:
             _indented(console, head, 2)
             if row.evidence:
                 _location(console, row.first_seen, row.evidence[0].file, row.evidence[0].line, 6)
+    _analytics(console, report)
     for skipped in report.skipped:
         console.print(Text(f"Skipped: {inert(skipped.get('path'))}: {inert(skipped.get('reason'))}", style="yellow"))
     if report.work_dir:
@@ -216,3 +227,29 @@ def _unexplained_errors(console, items: list[UnexplainedErrorReport]) -> None:
         _location(console, item.first_seen, item.evidence.file, item.evidence.line, 2)
         _indented(console, Text(shorten(inert(item.evidence.text), EVIDENCE_CHARS)), 4)
     console.print(Text("Draft a rule from one: flinkdoctor rules suggest BUNDLE --template N", style="dim"))
+
+
+def _analytics(console, report: Report) -> None:
+    """Checkpoints per job (the analytics' sentences) and the risky settings of the configuration audit; the
+    settings that raise nothing are left to the JSON and HTML views."""
+    from rich.text import Text
+
+    data = report.to_dict()
+    summaries = checkpoint_summaries(data)
+    if summaries:
+        _heading(console, "Checkpoints", "blue")
+        for job, lines in summaries:
+            _indented(console, Text(f"job {inert(job)}", style="bold"), 2)
+            for line in lines:
+                _indented(console, Text("- " + inert(line)), 4, 2)
+    risky = [row for row in config_audit(data) if row.get("severity") in ("warning", "critical")]
+    if risky:
+        _heading(console, f"Configuration audit ({len(risky)} risky)", "yellow")
+        for row in risky:
+            head = Text(f"{inert(str(row.get('key', '')))}: {inert(str(row.get('value', '')))}", style="bold")
+            head.append(f"  {row.get('severity')}, from {inert(str(row.get('source', '')))}", style="")
+            _indented(console, head, 2, 2)
+            note = inert(str(row.get("note") or ""))
+            if row.get("suggested_key"):
+                note += f" (key for this version: {inert(str(row['suggested_key']))})"
+            _indented(console, Text(note), 4, 2)
