@@ -49,6 +49,18 @@ def test_usage_error_exits_2():
     assert run("diagnose").returncode == 2
 
 
+def test_html_file_in_a_missing_folder_is_a_usage_error_before_spark(tmp_path):
+    result = run("diagnose", str(DATA / "seeds" / "004"), "--html", str(tmp_path / "nowhere" / "report.html"))
+    assert result.returncode == 2 and "--html" in result.stderr and "Spark" not in result.stderr
+
+
+def test_an_unreadable_token_file_is_a_usage_error(tmp_path):
+    token = tmp_path / "token"
+    token.write_bytes(b"\xff\xfe not utf-8 \xc3")
+    result = run("collect", "--rest", "http://127.0.0.1:9", "--token-file", str(token))
+    assert result.returncode == 2 and "--token-file" in result.stderr
+
+
 def test_bad_user_rule_fails_before_spark_with_location(tmp_path):
     (tmp_path / "mine.yaml").write_text("id: mine\ntitle: x\n")
     result = run("diagnose", str(DATA / "seeds" / "004"), "--rules", str(tmp_path))

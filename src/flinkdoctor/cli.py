@@ -193,6 +193,8 @@ def diagnose(
         )
     if bool(paths) == bool(rest):
         raise UsageError("give either bundle paths or --rest URL")
+    if html_file and not Path(html_file).resolve().parent.is_dir():
+        raise UsageError(f"--html: no folder to write {html_file} in")  # before Spark starts, not after the run
     rules = _load_or_exit(rules_dirs)
     if verbose:
         os.environ["FLINKDOCTOR_VERBOSE"] = "1"  # read by spark.py when it starts the JVM
@@ -220,7 +222,10 @@ def diagnose(
     if html_file:
         from .views import render_html
 
-        Path(html_file).write_text(render_html(report), encoding="utf-8")
+        try:
+            Path(html_file).write_text(render_html(report), encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--html: cannot write {html_file} ({err.strerror or type(err).__name__})") from None
         errors.print(
             f"HTML report written to {inert(html_file)}", style="dim", markup=False, highlight=False, soft_wrap=True
         )

@@ -173,16 +173,10 @@ def render_terminal(report: FleetReport, console) -> None:
 
 def render_html(report: FleetReport) -> str:
     """One self-contained page (no script at all), rendered by the diagnose HTML view's autoescaping, inert
-    Jinja2 environment; names, hosts and keys from the input masked first."""
-    from dataclasses import replace
-
+    Jinja2 environment from the JSON view's data, so every string is masked as there."""
     from ..views.html import _environment
 
-    masked = replace(
-        report,
-        incidents=[replace(i, key=mask(i.key) or "", jobs=[mask(j) or "" for j in i.jobs]) for i in report.incidents],
-    )
-    return _environment().get_template("fleet.html.j2").render(report=masked)
+    return _environment().get_template("fleet.html.j2").render(report=json.loads(render_json(report)))
 
 
 VIEWS = {"json": render_json, "html": render_html}  # format -> function(report) -> str; terminal prints to a console

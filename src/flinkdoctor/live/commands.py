@@ -92,7 +92,10 @@ def connection(rest, timeout, retries, ca_file, insecure, client_cert, client_ke
         raise UsageError("--client-cert and --client-key go together")
     token = None
     if token_file:
-        token = Path(token_file).read_text(encoding="utf-8").strip() or None
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip() or None
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"--token-file: cannot read it ({type(err).__name__})") from None
     token = token or os.environ.get(TOKEN_ENV) or None
     password = os.environ.get(PASSWORD_ENV)
     if token and user:
