@@ -6,12 +6,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import build_events, candidates
+from .events import build_events
 from .ingest import ingest
 from .match import match_events
 from .prefilter import build_prefilter
 from .rulebook import Rule
-from .spark import whole_stage_codegen
 
 
 @dataclass
@@ -54,14 +53,8 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             source.kind = case.kind or rule.sources[0]
         if case.layout:
             source.layout = case.layout
-    events = build_events(spark, manifest, work / "run", build_prefilter(rules))
-    with whole_stage_codegen(spark, False):
-        found = (
-            match_events(candidates(spark.read.parquet(events.path)), rules, manifest, detail=False)
-            .select("sid", "rule")
-            .distinct()
-            .collect()
-        )
+    events = build_events(spark, manifest, work / "run", build_prefilter(rules), rules=rules)
+    found = match_events(spark.read.parquet(events.path), detail=False).select("sid", "rule").distinct().collect()
     fired = {(row.sid, row.rule) for row in found}
     results = []
     for rule, index, case, rel in planned:

@@ -3,10 +3,11 @@
 One pass, no shuffle, and no line crosses to the JVM. The driver lists the staged files and cuts them into byte
 ranges (SPLIT_BYTES; small files go many to a task, so a bundle of thousands costs a few tasks); Spark runs one
 task per range list, and each task reads its bytes through pyarrow's file systems (local, HDFS, S3), finds the
-lines, headers and candidate events itself (scanner.py) and hands Spark only the events it keeps: every event
-some signature could match, and every event at WARN level or above (whole text, capped at MAX_EVENT_LINES
-lines). Every other event is only counted. The JVM then splits the kept events' header fields, parses their
-time, masks their text and writes them.
+lines, headers and candidate events itself (scanner.py), masks their secrets, matches the rules on them
+(matcher.py) and hands Spark only the events it keeps: every event some signature could match, and every event
+at WARN level or above (whole text, capped at MAX_EVENT_LINES lines), each with the rules it matched. Every
+other event is only counted. The JVM then splits the kept events' header fields, parses their time and writes
+them.
 
 An event that straddles two ranges belongs, whole, to the range its header starts in; the next range skips the
 continuation lines at its head. Line numbers in the table are relative to a range (`block`, its first byte):
@@ -24,9 +25,10 @@ from typing import TYPE_CHECKING
 from .headers import WARN_WORDS
 from .ingest import Manifest, Source
 from .layouts import FIELDS, layout_by_id
-from .masking import mask_column
+from .matcher import build_matcher
 from .prefilter import Prefilter
-from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, Part, run
+from .rulebook import Rule
+from .scanner import MATCHES, MAX_EVENT_LINES, OUTPUT_SCHEMA, Part, run
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -65,6 +67,7 @@ def plan(sources: list[Source], split_bytes: int = SPLIT_BYTES) -> list[list[Par
                 layout,
                 source.split_lines > 0,
                 not source.derived,
+                source.kind,
             )
             for start in range(0, max(size, 1), split_bytes)
         ]
@@ -88,7 +91,10 @@ def build_events(
     prefilter: Prefilter,
     timezone: str = "UTC",
     split_bytes: int = SPLIT_BYTES,
+    rules: list[Rule] | None = None,
 ) -> EventsResult:
+    """The events table. `rules`, those the prefilter was built from (first, in order), are matched in the tasks:
+    each event's `matches` (match.py reads them); without rules no event matches any."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -103,7 +109,7 @@ def build_events(
         by_layout.setdefault(source.layout or "none", []).append(source.id)
     tasks = plan(sources, split_bytes)
     scanned = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
-        partial(run, plan=tasks, prefilter=prefilter), OUTPUT_SCHEMA
+        partial(run, plan=tasks, prefilter=prefilter, matcher=build_matcher(rules) if rules else None), OUTPUT_SCHEMA
     )
     observation = Observation("line-accounting")
     stat = F.struct("sid", "block", "lines", "unparsed", "events")
@@ -198,28 +204,22 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
         "last_rel",
         "orphan",
         "sigs",
+        "matches",
         ts_parsed.alias("time"),
         F.upper(field("level")).alias("level"),
         F.coalesce(field("logger"), fixed_logger).alias("logger"),
         field("thread").alias("thread"),
         field("host").alias("host"),
         field("uptime").cast("double").alias("uptime"),
-        _masked(F.coalesce(field("msg"), header)).alias("message"),
-        _masked(F.col("text")).alias("text"),  # the events table may outlive the run (--keep-work-dir)
+        F.coalesce(field("msg"), header).alias("message"),
+        "text",  # masked in the task: the events table may outlive the run (--keep-work-dir)
     )
     return events.drop("_f")
 
 
-def _masked(column):
-    """Secrets masked, where the task found a masking.TRIGGERS word (the masks cost more than all else)."""
-    from pyspark.sql import functions as F
-
-    return F.when(F.col("mask"), mask_column(column)).otherwise(column)
-
-
 def _events_schema():
     return (
-        "sid int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
+        f"sid int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, matches {MATCHES}, "
         "time timestamp, level string, "
         "logger string, thread string, host string, uptime double, message string, text string"
     )

@@ -1,6 +1,7 @@
-"""Match (Spark): every rule compiles to Column expressions, evaluated over the events in one pass.
+"""Findings (Spark): the matches the scan tasks found (matcher.py), counted per rule, with the earliest and
+latest instances of each taken in detail.
 
-The rule tests (`flinkdoctor rules test`, tests/test_rule_cases.py) run this same compiled path, so there is no
+The rule tests (`flinkdoctor rules test`, tests/test_rule_cases.py) read matches the same way, so there is no
 second matcher that could drift from the product.
 """
 
@@ -13,9 +14,7 @@ from functools import partial
 
 from .events import block_offsets
 from .ingest import Manifest
-from .prefilter import signature_numbers
-from .regexes import python_regex
-from .rulebook import Rule, Signature
+from .rulebook import Rule
 
 # Entities a finding carries (rules capture their own values on top of these); taken from matched events only.
 ENTITIES = {
@@ -24,11 +23,6 @@ ENTITIES = {
     "container_id": r"(container_(?:e\d+_)?\d+_\d+_\d+_\d+)",
     "hdfs_path": r"((?:hdfs|viewfs|s3a?|oss|file):/{0,3}[^\s'\"]+|No lease on (/\S+))",
 }
-# The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
-EXCEPTION_LINE = (
-    r"(?m)^(?:\s*Caused by: |\s*)?((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable"
-    r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
-)
 
 EVENT_TEXT_MAX, EVENT_HEAD, EVENT_TAIL = 20_000, 4_000, 12_000  # chars of an event a finding keeps
 OMITTED = "\u2026 lines omitted \u2026"
@@ -66,109 +60,13 @@ class Finding:
         return self.line_of(i) if self.line_of else self.event_line + i
 
 
-def sql_str(text: str) -> str:
-    """A Spark SQL string literal holding `text` exactly (regexes keep every backslash)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
-
-
-def _signature_sql(sig: Signature, number: int) -> str:
-    # the prefilter's verdict first: an event without the signature's literals runs none of its regexes
-    parts = [f"array_contains(sigs, {number})"]
-    if sig.level:  # before the regexes: a WARN stack trace need not be searched for an ERROR signature
-        parts.append("level IN (" + ", ".join(sql_str(level) for level in sig.level) + ")")
-    for key, regex in sig.regexes():
-        if key != "exception":
-            parts.append(f"{key} RLIKE {sql_str(regex)}")
-    if sig.exception is not None:  # last: searching the chain costs the most
-        parts.append(f"exists(exceptions, e -> e RLIKE {sql_str(sig.exception)})")
-    return " AND ".join(parts)
-
-
-def _capture_sql(rule: Rule, sig: Signature) -> dict[str, str]:
-    captures = {}
-    for name in rule.captures:
-        for key, regex in sig.regexes():
-            index = python_regex(regex).groupindex.get(name) if key != "exception" else None
-            if index:
-                captures[name] = f"regexp_extract({key}, {sql_str(regex)}, {index})"
-                break
-    return captures
-
-
-def _where_sql(rule: Rule, captures: dict[str, str]) -> str:
-    parts = []
-    for name, bounds in rule.where.items():
-        value = f"try_cast(regexp_replace({captures.get(name, 'NULL')}, '[,_]', '') AS DOUBLE)"
-        if bounds.gte is not None:
-            parts.append(f"{value} >= {float(bounds.gte)}")
-        if bounds.lte is not None:
-            parts.append(f"{value} <= {float(bounds.lte)}")
-    return " AND ".join(parts)
-
-
-def _line_index_sql(sig: Signature) -> str:
-    """Which line of the event matched: the first line holding the text signature, else the header (0)."""
-    if sig.text is None:
-        return "0"
-    position = f"regexp_instr(text, {sql_str(sig.text)})"
-    return f"greatest(size(split(substring(text, 1, greatest({position} - 1, 0)), '\\n')) - 1, 0)"
-
-
-def rules_sql(rules: list[Rule], kinds: dict[str, list[int]]) -> str:
-    """One SQL expression: the array of (rule, captures, line index) structs of the rules an event matches.
-
-    Built as text and parsed once by Spark: building it through Column calls costs a py4j round trip each.
-    """
-    per_rule = []
-    for rule, numbers in zip(rules, signature_numbers(rules), strict=True):
-        sids = sorted({sid for kind in rule.sources for sid in kinds.get(kind, [])})
-        options = []
-        for sig, number in zip(rule.signatures, numbers, strict=True):
-            cond = _signature_sql(sig, number)
-            captures = _capture_sql(rule, sig)
-            if rule.where:
-                cond += " AND " + _where_sql(rule, captures)
-            if rule.sources:
-                cond = (f"sid IN ({', '.join(map(str, sids))}) AND " if sids else "false AND ") + cond
-            capture_map = (
-                ("map(" + ", ".join(f"{sql_str(k)}, {v}" for k, v in captures.items()) + ")")
-                if captures
-                else "CAST(map() AS map<string,string>)"
-            )
-            options.append(
-                f"CASE WHEN {cond} THEN named_struct('rule', {sql_str(rule.id)}, 'captures', "
-                f"{capture_map}, 'idx', {_line_index_sql(sig)}) END"
-            )
-        per_rule.append(options[0] if len(options) == 1 else f"coalesce({', '.join(options)})")
-    return f"filter(array({', '.join(per_rule)}), h -> h IS NOT NULL)"
-
-
-def match_events(events, rules: list[Rule], manifest: Manifest, detail: bool = True):
-    """Findings: one row per (event, rule) match. With `detail`, also the captures, the matching line and the
-    entities (job, checkpoint, container, path); without, only what counting and choosing evidence need."""
+def match_events(events, detail: bool = True):
+    """Findings: one row per (event, rule) match, from the matches the scan tasks found (matcher.py). With
+    `detail`, also the captures, the matching line and the entities (job, checkpoint, container, path); without,
+    only what counting and choosing evidence need."""
     from pyspark.sql import functions as F
 
-    kinds: dict[str, list[int]] = {}
-    for source in manifest.text_sources:
-        kinds.setdefault(source.kind, []).append(source.id)
-    # the exception chain only for events that could match an exception signature: a regex over stack traces
-    numbers = [
-        n
-        for rule, ns in zip(rules, signature_numbers(rules), strict=True)
-        for sig, n in zip(rule.signatures, ns, strict=True)
-        if sig.exception is not None
-    ]
-    exceptions = (
-        (
-            f"CASE WHEN arrays_overlap(sigs, array({', '.join(map(str, numbers))})) "
-            f"THEN regexp_extract_all(text, {sql_str(EXCEPTION_LINE)}, 1) END"
-        )
-        if numbers
-        else "NULL"
-    )
-    found = events.withColumn("exceptions", F.expr(exceptions).cast("array<string>")).select(
-        "*", F.explode(F.expr(rules_sql(rules, kinds))).alias("m")
-    )
+    found = events.where(F.size("matches") > 0).select("*", F.explode("matches").alias("m"))
     keys = ["sid", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
     if not detail:
         return found.select(*keys)
@@ -197,20 +95,18 @@ def match_events(events, rules: list[Rule], manifest: Manifest, detail: bool = T
     )
 
 
-def collect_findings(
-    events, rules: list[Rule], blocks: dict, manifest: Manifest
-) -> tuple[list[Finding], dict[str, int]]:
+def collect_findings(events, blocks: dict, manifest: Manifest) -> tuple[list[Finding], dict[str, int]]:
     """Every rule's exact count, and its earliest and latest instances in detail.
 
-    Matching runs twice: over all events for the counts and the choice of instances (keys only, kept in
-    memory), then in detail over just the chosen events. The entities are regexes over whole stack traces:
-    taken for every match they cost more than the matching itself.
+    The matches are read twice: their keys for the counts and the choice of instances (kept in memory), then just
+    the chosen events in detail. The entities are regexes over whole stack traces: taken for every match they
+    would cost more than the matching itself.
     """
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    found = match_events(events, rules, manifest, detail=False).persist(StorageLevel.MEMORY_AND_DISK)
+    found = match_events(events, detail=False).persist(StorageLevel.MEMORY_AND_DISK)
     rows = found.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
     if len(rows) > FEW:
         order = Window.partitionBy("rule").orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
@@ -224,10 +120,10 @@ def collect_findings(
         for row in rows:
             counts[row.rule] = counts.get(row.rule, 0) + 1
     found.unpersist()
-    return detail_findings(events, rules, blocks, manifest, rows), counts
+    return detail_findings(events, blocks, manifest, rows), counts
 
 
-def detail_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest, rows: list) -> list[Finding]:
+def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> list[Finding]:
     """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order."""
     from pyspark.sql import functions as F
 
@@ -237,11 +133,7 @@ def detail_findings(events, rules: list[Rule], blocks: dict, manifest: Manifest,
         [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, rule string"
     )
     chosen_events = events.join(F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi")
-    detailed = (
-        (match_events(chosen_events, rules, manifest).join(F.broadcast(chosen), keys, "left_semi").collect())
-        if rows
-        else []
-    )
+    detailed = (match_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()) if rows else []
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     findings = []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .analytics import analyse, analytics_rules, config_knowledge, extract, load_metrics
 from .correlate import correlate
-from .events import build_events, candidates
+from .events import build_events
 from .fallback import fallback
 from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 from .match import collect_findings, keep_applicable
@@ -16,7 +16,6 @@ from .options import check_flink_version, check_timezone, check_year
 from .prefilter import build_prefilter
 from .report import Report, build_report
 from .rulebook import Rule, load_rules
-from .spark import whole_stage_codegen
 from .unexplained import unexplained_errors
 from .versions import detect
 from .workdir import WorkDir
@@ -72,12 +71,11 @@ def _run(
 
     metrics = load_metrics()
     prefilter = build_prefilter(rules, [metric.signature for metric in metrics])  # metrics numbered after rules
-    events = build_events(spark, manifest, work.path, prefilter, timezone=timezone)
+    events = build_events(spark, manifest, work.path, prefilter, timezone=timezone, rules=rules)
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
     table = spark.read.parquet(events.path)
-    with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
-        findings, counts = collect_findings(candidates(table), rules, events.blocks, manifest)
+    findings, counts = collect_findings(table, events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
     measures = extract(table, metrics, sum(len(rule.signatures) for rule in rules), events.blocks, manifest)
 

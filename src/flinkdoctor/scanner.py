@@ -9,7 +9,8 @@ numbers (events.file_line).
 No Python runs per line: numpy finds the line starts, the layout's header regex runs over Arrow arrays of
 lines (headers.py), Hyperscan scans the raw bytes for one rare literal per signature (prefilter.py), and only
 the events it hits, plus the events at WARN level or above, get their text cut out and checked for all of
-their signatures' literals. Every other event is only counted.
+their signatures' literals; secrets in it are masked (masking.py), and the rules are matched on it (matcher.py).
+Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own (flagged
 `split`) but no new line, so line numbers and `lines` stay those of the file.
@@ -24,7 +25,8 @@ from functools import cache
 
 from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_test
 from .layouts import layout_by_id
-from .masking import TRIGGER_RE2
+from .masking import TRIGGER_RE2, mask
+from .matcher import Fields, Matcher
 from .prefilter import Prefilter, exact_signatures, rare_hits
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
@@ -33,9 +35,10 @@ WORD = re.compile(r"[A-Za-z]+")
 WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
 OUT_EVENTS = 20_000  # events per Arrow batch handed to Spark
 
+MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 OUTPUT_SCHEMA = (
     "sid int, block long, first_rel long, last_rel long, orphan boolean, split boolean, sigs array<int>, "
-    "text string, mask boolean, stat boolean, lines long, unparsed long, events long"
+    f"text string, matches {MATCHES}, stat boolean, lines long, unparsed long, events long"
 )
 
 
@@ -51,17 +54,18 @@ class Part:
     layout: str  # "none": binary, lines only counted
     pieces: bool  # staged with over-long lines split (rows starting with PIECE)
     counted: bool  # its events count as input events (not for a derived source)
+    kind: str = "text"  # the source's kind (rules may read only some kinds)
 
 
-def run(batches: Iterator, plan: list[list[Part]], prefilter: Prefilter) -> Iterator:
+def run(batches: Iterator, plan: list[list[Part]], prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
             for part in plan[task]:
-                yield from scan_part(part, prefilter)
+                yield from scan_part(part, prefilter, matcher)
 
 
-def scan_part(part: Part, prefilter: Prefilter) -> Iterator:
+def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
     """Arrow batches of the part's kept events, then one stats row (lines, unparsed lines, events)."""
     import numpy as np
 
@@ -81,7 +85,7 @@ def scan_part(part: Part, prefilter: Prefilter) -> Iterator:
         yield _stats(part, lines, lines if part.layout == "none" else 0, 0)
         return
     events = _Events(part, data, starts, owned, piece)
-    yield from events.kept(prefilter)
+    yield from events.kept(prefilter, matcher)
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
     yield _stats(part, lines, orphan_lines, counted)
@@ -117,7 +121,7 @@ class _Events:
             return 0
         return int(self.rel[self.last[0]])
 
-    def kept(self, prefilter: Prefilter) -> Iterator:
+    def kept(self, prefilter: Prefilter, matcher: Matcher | None) -> Iterator:
         """Events some signature could match, and events at WARN level or above, with their text."""
         import numpy as np
 
@@ -144,9 +148,9 @@ class _Events:
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, rows, prefilter)
+            yield self._batch(part, begin, end, found, rows, prefilter, matcher)
 
-    def _batch(self, keep, begin, end, found, rows, prefilter: Prefilter):
+    def _batch(self, keep, begin, end, found, rows, prefilter: Prefilter, matcher: Matcher | None):
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -154,20 +158,23 @@ class _Events:
         text = _spans(self.data, begin[keep], end[keep])
         if (self.data[begin[keep[0]] : end[keep[-1]]] == 13).any():
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
+        text = _masked(text)
         sigs = exact_signatures(prefilter, found, rows, text)
         first, part = self.first[keep], self.part
+        orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
         n = len(keep)
+        matches = _matches(matcher, part, text, sigs, orphan | self.piece[first])
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
                 pa.array(np.full(n, part.start, dtype=np.int64)),
                 pa.array(self.rel[first]),
                 pa.array(self.rel[self.last[keep]]),
-                pa.array((first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]),
+                pa.array(orphan),
                 pa.array(self.piece[first]),
                 sigs,
                 text,
-                pc.match_substring_regex(text, TRIGGER_RE2),  # could hold a secret: the JVM masks it
+                matches,
                 pa.array(np.zeros(n, dtype=bool)),
                 *[pa.nulls(n, pa.int64())] * 3,
             ],
@@ -254,12 +261,78 @@ def _schema():
             ("split", pa.bool_()),
             ("sigs", pa.list_(pa.int32())),
             ("text", pa.string()),
-            ("mask", pa.bool_()),
+            ("matches", _matches_type()),
             ("stat", pa.bool_()),
             ("lines", pa.int64()),
             ("unparsed", pa.int64()),
             ("events", pa.int64()),
         ]
+    )
+
+
+def _masked(text):
+    """The texts with their secrets masked: the masks run only where RE2 finds a word one of them needs."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    at = np.flatnonzero(pc.match_substring_regex(text, TRIGGER_RE2).to_numpy(zero_copy_only=False))
+    if not len(at):
+        return text
+    values = text.to_pylist()
+    for i in at:
+        values[i] = mask(values[i])
+    return pa.array(values, type=pa.string())
+
+
+def _matches(matcher: Matcher | None, part: Part, text, sigs, headerless):
+    """Per event, the rules it matches (matcher.py), with captures and the matching line's index."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values: list = [[] for _ in range(len(text))]
+    at = np.flatnonzero(pc.list_value_length(sigs).to_numpy(zero_copy_only=False))
+    if matcher is not None and len(at):
+        layout = layout_by_id(part.layout) if part.layout != "none" else None
+        texts, numbers = text.take(pa.array(at)).to_pylist(), sigs.take(pa.array(at)).to_pylist()
+        for i, one, wanted in zip(at, texts, numbers, strict=True):
+            fields = _fields(one, part.kind, None if headerless[i] else layout)
+            values[i] = [
+                {"rule": rule, "captures": list(captures.items()), "idx": idx}
+                for rule, captures, idx in matcher.match(fields, wanted)
+            ]
+    return pa.array(values, type=_matches_type())
+
+
+def _fields(text: str, kind: str, layout) -> Fields:
+    """The fields signatures read, as the events table has them: the header's fields by the layout's regex (none
+    for a headerless event), the message the header's own when the layout names none."""
+    header = text.split("\n", 1)[0]
+    hit = layout.python_regex.search(header) if layout is not None else None
+    if hit is None:
+        return Fields(text, header, None, None, None, kind)
+    groups = hit.groupdict()
+
+    def field(name: str) -> str | None:
+        return groups.get(name) or None
+
+    level = field("level")
+    return Fields(
+        text,
+        field("msg") or header,
+        level.upper() if level else None,
+        field("logger") or layout.fixed_logger,
+        field("thread"),
+        kind,
+    )
+
+
+def _matches_type():
+    import pyarrow as pa
+
+    return pa.list_(
+        pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
     )
 
 

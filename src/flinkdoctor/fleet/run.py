@@ -26,7 +26,6 @@ from ..pipeline import counters
 from ..prefilter import build_prefilter
 from ..report import Report, build_report
 from ..rulebook import Rule
-from ..spark import whole_stage_codegen
 from ..versions import detect
 from ..workdir import WorkDir
 from . import lake
@@ -86,9 +85,9 @@ def run_fleet(
             spark = spark_session(app_name="flinkdoctor-fleet")
         reports, events = {}, None
         if combined.text_sources:
-            events = build_events(spark, combined, work.path, build_prefilter(rules), timezone=timezone)
+            events = build_events(spark, combined, work.path, build_prefilter(rules), timezone=timezone, rules=rules)
             result.timings["events_s"] = round(time.perf_counter() - started, 3)
-            findings, counts = _findings(spark, events, rules, combined, owner)
+            findings, counts = _findings(spark, events, combined, owner)
             result.timings["findings_s"] = round(time.perf_counter() - started, 3)
             reports = _diagnose_each(fresh, findings, counts, rules, events.stats)
         result.timings["correlate_s"] = round(time.perf_counter() - started, 3)
@@ -136,7 +135,7 @@ def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacke
     return Manifest(sources=sources, work_dir=work, bundle_year=bundle_year, skipped=skipped), owner
 
 
-def _findings(spark, events, rules: list[Rule], manifest: Manifest, owner: dict[int, str]):
+def _findings(spark, events, manifest: Manifest, owner: dict[int, str]):
     """Per bundle and rule: the exact count and the earliest and latest instances, in detail."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
@@ -144,15 +143,14 @@ def _findings(spark, events, rules: list[Rule], manifest: Manifest, owner: dict[
 
     owners = spark.createDataFrame(list(owner.items()), "sid int, bundle_id string")
     frame = spark.read.parquet(events.path)
-    with whole_stage_codegen(spark, False):  # one expression per rule: too large for one generated method
-        found = match_events(frame, rules, manifest, detail=False).join(F.broadcast(owners), "sid")
-        found = found.persist(StorageLevel.MEMORY_AND_DISK)
-        group = Window.partitionBy("bundle_id", "rule")
-        order = group.orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
-        ranked = found.withColumn("rn", F.row_number().over(order)).withColumn("cnt", F.count(F.lit(1)).over(group))
-        rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
-        found.unpersist()
-        findings = detail_findings(frame, rules, events.blocks, manifest, rows)
+    found = match_events(frame, detail=False).join(F.broadcast(owners), "sid")
+    found = found.persist(StorageLevel.MEMORY_AND_DISK)
+    group = Window.partitionBy("bundle_id", "rule")
+    order = group.orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
+    ranked = found.withColumn("rn", F.row_number().over(order)).withColumn("cnt", F.count(F.lit(1)).over(group))
+    rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
+    found.unpersist()
+    findings = detail_findings(frame, events.blocks, manifest, rows)
     counts: dict[str, dict[str, int]] = {}
     for row in rows:
         counts.setdefault(row.bundle_id, {})[row.rule] = row.cnt

@@ -1,0 +1,144 @@
+"""Match (inside the scan tasks): the rules' regexes over the events the prefilter kept, while the bytes are at hand.
+
+A rule matches an event when one of its signatures does: the event is of a source kind the rule reads, its level
+is one the signature names, and each of the signature's regexes finds a match in its field (the whole text, the
+header's message, logger or thread, or one exception of the chain). The first signature that matches gives the
+captures and the line that matched. Only the signatures the prefilter named for the event (all their literals
+present) are tried, so most events try none.
+
+The regexes are the rules' Java regexes read by Python's `re` (regexes.python_regex: the dialect the rule loader
+already checks them in). Running them here, where the text already is, instead of in the JVM after the events
+table is written, made matching a GB of logs ten times cheaper (bench/RESULTS.md). The rule cases
+(`flinkdoctor rules test`) run this same path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from .prefilter import signature_numbers
+from .regexes import python_regex
+from .rulebook import Rule
+
+# The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
+EXCEPTION_LINE = (
+    r"(?m)^(?:\s*Caused by: |\s*)?((?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable"
+    r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
+)
+_COMMA_UNDERSCORE = re.compile(r"[,_]")
+
+
+@dataclass(frozen=True)
+class Fields:
+    """What signatures read of one event: its text, the header's fields (None when it has none) and its source."""
+
+    text: str
+    message: str
+    level: str | None
+    logger: str | None
+    thread: str | None
+    kind: str
+
+    @cached_property
+    def exception(self) -> list[str]:
+        return python_regex(EXCEPTION_LINE).findall(self.text)
+
+    def get(self, name: str):
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class _Signature:
+    """One signature, compiled to what a task needs: picklable, its regexes compiled once per worker."""
+
+    rule: int  # the rule's position
+    rule_id: str
+    kinds: frozenset[str] | None  # source kinds the rule reads (None: every kind)
+    levels: frozenset[str]
+    regexes: tuple[tuple[str, str], ...]  # (field, Java regex), the exception last: it costs the most
+    captures: tuple[tuple[str, str, str], ...]  # (name, field, Java regex holding the group)
+    where: tuple[tuple[str, float | None, float | None], ...]  # (capture, gte, lte)
+    line: str | None  # the text regex, whose match says which line of the event matched
+
+    def match(self, event: Fields) -> tuple[str, dict[str, str], int] | None:
+        """(rule id, captures, index of the matching line) when the signature matches the event."""
+        if self.kinds is not None and event.kind not in self.kinds:
+            return None
+        if self.levels and event.level not in self.levels:
+            return None
+        found = {}
+        for key, regex in self.regexes:
+            value = event.get(key)
+            if value is None:
+                return None
+            pattern = python_regex(regex)
+            if key == "exception":
+                if not any(pattern.search(e) for e in value):
+                    return None
+                continue
+            hit = pattern.search(value)
+            if hit is None:
+                return None
+            found[key, regex] = hit
+        captures = {name: found[key, regex].group(name) or "" for name, key, regex in self.captures}
+        for name, gte, lte in self.where:
+            number = _number(captures.get(name))
+            if number is None or (gte is not None and number < gte) or (lte is not None and number > lte):
+                return None
+        line = found.get(("text", self.line)) if self.line is not None else None
+        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else 0
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """Every rule's signatures, numbered as the prefilter numbers them."""
+
+    signatures: dict[int, _Signature]
+
+    def match(self, event: Fields, numbers) -> list[tuple[str, dict[str, str], int]]:
+        """The rules the event matches, in rule order, each with its first matching signature's captures and
+        line; `numbers`: the signatures the prefilter named for it, ascending."""
+        matched, done = [], -1
+        for number in numbers:
+            signature = self.signatures.get(number)  # None: a metric's signature (analytics read those)
+            if signature is None or signature.rule == done:
+                continue
+            hit = signature.match(event)
+            if hit:
+                matched.append(hit)
+                done = signature.rule
+        return matched
+
+
+def build_matcher(rules: list[Rule]) -> Matcher:
+    signatures = {}
+    for position, (rule, numbers) in enumerate(zip(rules, signature_numbers(rules), strict=True)):
+        for sig, number in zip(rule.signatures, numbers, strict=True):
+            regexes = sig.regexes()
+            captures = []
+            for name in rule.captures:
+                for key, regex in regexes:
+                    if key != "exception" and name in python_regex(regex).groupindex:
+                        captures.append((name, key, regex))
+                        break
+            signatures[number] = _Signature(
+                rule=position,
+                rule_id=rule.id,
+                kinds=frozenset(rule.sources) if rule.sources else None,
+                levels=frozenset(sig.level),
+                regexes=tuple(sorted(regexes, key=lambda kv: kv[0] == "exception")),
+                captures=tuple(captures),
+                where=tuple((name, bound.gte, bound.lte) for name, bound in rule.where.items()),
+                line=sig.text,
+            )
+    return Matcher(signatures)
+
+
+def _number(value: str | None) -> float | None:
+    """A capture as a number ("37,829" and "1_000" too), or None."""
+    try:
+        return float(_COMMA_UNDERSCORE.sub("", value)) if value else None
+    except ValueError:
+        return None
