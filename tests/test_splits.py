@@ -11,7 +11,7 @@ import pytest
 from flinkdoctor.events import block_offsets, file_line
 from flinkdoctor.ingest import Source
 from flinkdoctor.prefilter import build_prefilter
-from flinkdoctor.scanner import Part, scan_part
+from flinkdoctor.scanner import Part, PartStats, scan_part
 from flinkdoctor.staging import MAX_LINE_BYTES, stage
 
 DATA = Path(__file__).parent / "data"
@@ -39,14 +39,13 @@ def _scan(path: Path, split: int, prefilter, layout="flink-log4j2", pieces=False
     rows, stats, blocks = [], {"lines": 0, "unparsed": 0, "events": 0}, {}
     for start in range(0, max(size, 1), split):
         part = Part(7, str(path), start, min(start + split, size), size, layout, pieces, True)
-        for batch in scan_part(part, prefilter):
-            for row in batch.to_pylist():
-                if row["stat"]:
-                    blocks.setdefault(7, []).append((row["block"], row["lines"]))
-                    for key in stats:
-                        stats[key] += row[key]
-                else:
-                    rows.append(row)
+        for out in scan_part(part, prefilter):
+            if isinstance(out, PartStats):
+                blocks.setdefault(7, []).append((out.block, out.lines))
+                for key in stats:
+                    stats[key] += getattr(out, key)
+            else:
+                rows += out.to_pylist()
     offsets = block_offsets(blocks)
     events = [
         (

@@ -9,7 +9,7 @@ from pathlib import Path
 from .events import build_events
 from .ingest import ingest
 from .match import match_events
-from .prefilter import build_prefilter
+from .matcher import build_matcher
 from .rulebook import Rule
 
 
@@ -53,7 +53,8 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             source.kind = case.kind or rule.sources[0]
         if case.layout:
             source.layout = case.layout
-    events = build_events(spark, manifest, work / "run", build_prefilter(rules), rules=rules)
+    matcher = build_matcher(rules)
+    events = build_events(spark, manifest, work / "run", matcher.prefilter, matcher=matcher)
     found = match_events(spark.read.parquet(events.path), detail=False).select("sid", "rule").distinct().collect()
     fired = {(row.sid, row.rule) for row in found}
     results = []

@@ -25,10 +25,9 @@ from typing import TYPE_CHECKING
 from .headers import WARN_WORDS
 from .ingest import Manifest, Source
 from .layouts import FIELDS, layout_by_id
-from .matcher import build_matcher
+from .matcher import Matcher
 from .prefilter import Prefilter
-from .rulebook import Rule
-from .scanner import MATCHES, MAX_EVENT_LINES, OUTPUT_SCHEMA, Part, run
+from .scanner import MATCHES, MAX_EVENT_LINES, MEASURES, OUTPUT_SCHEMA, Part, run
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -91,10 +90,10 @@ def build_events(
     prefilter: Prefilter,
     timezone: str = "UTC",
     split_bytes: int = SPLIT_BYTES,
-    rules: list[Rule] | None = None,
+    matcher: Matcher | None = None,
 ) -> EventsResult:
-    """The events table. `rules`, those the prefilter was built from (first, in order), are matched in the tasks:
-    each event's `matches` (match.py reads them); without rules no event matches any."""
+    """The events table. With a `matcher` (whose prefilter `prefilter` is), the tasks match its rules and
+    metrics: each event's `matches` (match.py reads them) and `measures` (analytics); without, they are empty."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -109,7 +108,7 @@ def build_events(
         by_layout.setdefault(source.layout or "none", []).append(source.id)
     tasks = plan(sources, split_bytes)
     scanned = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
-        partial(run, plan=tasks, prefilter=prefilter, matcher=build_matcher(rules) if rules else None), OUTPUT_SCHEMA
+        partial(run, plan=tasks, prefilter=prefilter, matcher=matcher), OUTPUT_SCHEMA
     )
     observation = Observation("line-accounting")
     stat = F.struct("sid", "block", "lines", "unparsed", "events")
@@ -205,6 +204,7 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
         "orphan",
         "sigs",
         "matches",
+        "measures",
         ts_parsed.alias("time"),
         F.upper(field("level")).alias("level"),
         F.coalesce(field("logger"), fixed_logger).alias("logger"),
@@ -220,6 +220,7 @@ def _parse_fields(events, by_layout: dict[str, list[int]], bundle_year: int | No
 def _events_schema():
     return (
         f"sid int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, matches {MATCHES}, "
+        f"measures {MEASURES}, "
         "time timestamp, level string, "
         "logger string, thread string, host string, uptime double, message string, text string"
     )

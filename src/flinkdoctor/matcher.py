@@ -6,6 +6,9 @@ header's message, logger or thread, or one exception of the chain). The first si
 captures and the line that matched. Only the signatures the prefilter named for the event (all their literals
 present) are tried, so most events try none.
 
+The metrics' line regexes (analytics/metrics.py) run here too, on each line of the events holding their literals:
+every match is a measure.
+
 The regexes are the rules' Java regexes read by Python's `re` (regexes.python_regex: the dialect the rule loader
 already checks them in). Running them here, where the text already is, instead of in the JVM after the events
 table is written, made matching a GB of logs ten times cheaper (bench/RESULTS.md). The rule cases
@@ -18,9 +21,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from .prefilter import signature_numbers
+from .prefilter import Prefilter, build_prefilter, signature_numbers
 from .regexes import python_regex
-from .rulebook import Rule
+from .rulebook import Rule, Signature
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
 EXCEPTION_LINE = (
@@ -28,6 +31,8 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
+# a job id elsewhere in an event (a chk-N path), for a measure whose line names none
+JOB_IN_EVENT = re.compile(r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b")
 
 
 @dataclass(frozen=True)
@@ -93,9 +98,11 @@ class _Signature:
 
 @dataclass(frozen=True)
 class Matcher:
-    """Every rule's signatures, numbered as the prefilter numbers them."""
+    """Every rule's signatures and every metric's line regex, numbered as their prefilter numbers them."""
 
+    prefilter: Prefilter
     signatures: dict[int, _Signature]
+    metrics: dict[int, tuple[int, str]]  # signature number -> (the metric's position, its Java line regex)
 
     def match(self, event: Fields, numbers) -> list[tuple[str, dict[str, str], int]]:
         """The rules the event matches, in rule order, each with its first matching signature's captures and
@@ -111,8 +118,30 @@ class Matcher:
                 done = signature.rule
         return matched
 
+    def measure(self, text: str, numbers) -> list[dict]:
+        """Every line of the event that a metric named in `numbers` matches: the metric's position, the line's
+        index and text, the captures, and a job id found elsewhere in the event."""
+        metrics = [self.metrics[n] for n in numbers if n in self.metrics]
+        if not metrics:
+            return []
+        found = []
+        for idx, line in enumerate(text.split("\n")):
+            for position, regex in metrics:
+                hit = python_regex(regex).search(line)
+                if hit:
+                    captures = [(k, v) for k, v in hit.groupdict().items() if v is not None]
+                    found.append({"metric": position, "idx": idx, "line": line.rstrip(), "captures": captures})
+        if found:
+            job = JOB_IN_EVENT.search(text)
+            for measure in found:
+                measure["job"] = (job.group(1) or job.group(2)) if job else None
+        return found
 
-def build_matcher(rules: list[Rule]) -> Matcher:
+
+def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matcher:
+    """The matcher of `rules` and of the metrics' line regexes, with the prefilter that numbers them (the
+    metrics after every rule, so the rules' numbers do not depend on them)."""
+    prefilter = build_prefilter(rules, [Signature(text=line) for line in metric_lines])
     signatures = {}
     for position, (rule, numbers) in enumerate(zip(rules, signature_numbers(rules), strict=True)):
         for sig, number in zip(rule.signatures, numbers, strict=True):
@@ -133,7 +162,8 @@ def build_matcher(rules: list[Rule]) -> Matcher:
                 where=tuple((name, bound.gte, bound.lte) for name, bound in rule.where.items()),
                 line=sig.text,
             )
-    return Matcher(signatures)
+    first = sum(len(rule.signatures) for rule in rules)
+    return Matcher(prefilter, signatures, {first + i: (i, line) for i, line in enumerate(metric_lines)})
 
 
 def _number(value: str | None) -> float | None:

@@ -12,8 +12,8 @@ from .events import build_events
 from .fallback import fallback
 from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 from .match import collect_findings, keep_applicable
+from .matcher import build_matcher
 from .options import check_flink_version, check_timezone, check_year
-from .prefilter import build_prefilter
 from .report import Report, build_report
 from .rulebook import Rule, load_rules
 from .unexplained import unexplained_errors
@@ -70,14 +70,14 @@ def _run(
     timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
 
     metrics = load_metrics()
-    prefilter = build_prefilter(rules, [metric.signature for metric in metrics])  # metrics numbered after rules
-    events = build_events(spark, manifest, work.path, prefilter, timezone=timezone, rules=rules)
+    matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
+    events = build_events(spark, manifest, work.path, matcher.prefilter, timezone=timezone, matcher=matcher)
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
     table = spark.read.parquet(events.path)
     findings, counts = collect_findings(table, events.blocks, manifest)
     timings["findings_s"] = round(time.perf_counter() - started, 3)
-    measures = extract(table, metrics, sum(len(rule.signatures) for rule in rules), events.blocks, manifest)
+    measures = extract(table, metrics, events.blocks, manifest)
 
     by_id = {rule.id: rule for rule in rules}
     version, version_source = (

@@ -155,11 +155,10 @@ def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, An
     decides on the text that is kept."""
     import numpy as np
 
-    rare = sorted({i for i in prefilter.rare if i >= 0})
+    rare, database, lengths, header_only = _rare(prefilter)
     found: dict[int, Any] = {}
     if not len(begin) or not rare:
         return found
-    database = _database(tuple(prefilter.literals[i] for i in rare)) if rare else None
     base = int(begin[0])
     view = memoryview(data)[base:]
     if database is None:
@@ -175,17 +174,28 @@ def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, An
     if not ids:
         return found
     which = np.array(ids, dtype=np.int64)
-    lengths = np.array([len(prefilter.literals[i].encode("utf-8")) for i in rare], dtype=np.int64)
     stop = np.array(ends, dtype=np.int64) + base
     event = np.searchsorted(begin, stop - lengths[which], side="right") - 1
     bound = np.append(begin[1:], len(data))
-    header_only = np.array([prefilter.header_only[i] for i in rare])[which]
-    inside = (stop <= bound[event]) & (~header_only | (stop <= first_line_end[event]))
-    for k, i in enumerate(rare):
-        events = np.unique(event[inside & (which == k)])
-        if len(events):
-            found[i] = events
+    inside = (stop <= bound[event]) & (~header_only[which] | (stop <= first_line_end[event]))
+    pairs = np.unique(which[inside] * len(begin) + event[inside])  # (literal, event), sorted by literal
+    literal, event = np.divmod(pairs, len(begin))
+    cuts = np.flatnonzero(np.diff(literal)) + 1
+    for events, k in zip(np.split(event, cuts), literal[np.append(0, cuts)] if len(pairs) else [], strict=True):
+        found[rare[k]] = events
     return found
+
+
+@lru_cache(maxsize=4)
+def _rare(prefilter: Prefilter):
+    """The rare literals' ids, their Hyperscan database (None without Hyperscan), byte lengths and
+    header-only flags: once per worker, not once per part."""
+    import numpy as np
+
+    rare = tuple(sorted({i for i in prefilter.rare if i >= 0}))
+    database = _database(tuple(prefilter.literals[i] for i in rare)) if rare else None
+    lengths = np.array([len(prefilter.literals[i].encode("utf-8")) for i in rare], dtype=np.int64)
+    return rare, database, lengths, np.array([prefilter.header_only[i] for i in rare], dtype=bool)
 
 
 def exact_signatures(prefilter: Prefilter, found: dict, rows, text):

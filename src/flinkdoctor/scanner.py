@@ -36,9 +36,10 @@ WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
 OUT_EVENTS = 20_000  # events per Arrow batch handed to Spark
 
 MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
+MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
 OUTPUT_SCHEMA = (
     "sid int, block long, first_rel long, last_rel long, orphan boolean, split boolean, sigs array<int>, "
-    f"text string, matches {MATCHES}, stat boolean, lines long, unparsed long, events long"
+    f"text string, matches {MATCHES}, measures {MEASURES}, stat boolean, lines long, unparsed long, events long"
 )
 
 
@@ -57,16 +58,34 @@ class Part:
     kind: str = "text"  # the source's kind (rules may read only some kinds)
 
 
+@dataclass(frozen=True)
+class PartStats:
+    """What a part counted: its lines, the lines in no event (before a file's first header), its events."""
+
+    sid: int
+    block: int
+    lines: int
+    unparsed: int
+    events: int
+
+
 def run(batches: Iterator, plan: list[list[Part]], prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
-    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts."""
+    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts. The
+    parts' stats go out as one batch per task (a task may read thousands of small files)."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
+            stats = []
             for part in plan[task]:
-                yield from scan_part(part, prefilter, matcher)
+                for out in scan_part(part, prefilter, matcher):
+                    if isinstance(out, PartStats):
+                        stats.append(out)
+                    else:
+                        yield out
+            yield _stats(stats)
 
 
 def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
-    """Arrow batches of the part's kept events, then one stats row (lines, unparsed lines, events)."""
+    """Arrow batches of the part's kept events, then its PartStats."""
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
@@ -82,13 +101,13 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     piece = data[starts] == 0 if part.pieces else np.zeros(len(starts), dtype=bool)
     lines = int(np.count_nonzero(owned & ~piece))
     if part.layout == "none" or not len(starts):
-        yield _stats(part, lines, lines if part.layout == "none" else 0, 0)
+        yield PartStats(part.sid, part.start, lines, lines if part.layout == "none" else 0, 0)
         return
     events = _Events(part, data, starts, owned, piece)
     yield from events.kept(prefilter, matcher)
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
-    yield _stats(part, lines, orphan_lines, counted)
+    yield PartStats(part.sid, part.start, lines, orphan_lines, counted)
 
 
 class _Events:
@@ -163,7 +182,7 @@ class _Events:
         first, part = self.first[keep], self.part
         orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
         n = len(keep)
-        matches = _matches(matcher, part, text, sigs, orphan | self.piece[first])
+        matches, measures = _matches(matcher, part, text, sigs, orphan | self.piece[first])
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
@@ -175,6 +194,7 @@ class _Events:
                 sigs,
                 text,
                 matches,
+                measures,
                 pa.array(np.zeros(n, dtype=bool)),
                 *[pa.nulls(n, pa.int64())] * 3,
             ],
@@ -241,11 +261,20 @@ def _spans(data, begin, end):
     return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())
 
 
-def _stats(part: Part, lines: int, unparsed: int, events: int):
+def _stats(stats: list[PartStats]):
+    """The parts' stats as one batch: rows flagged `stat`."""
     import pyarrow as pa
 
-    row = {"sid": part.sid, "block": part.start, "stat": True, "lines": lines, "unparsed": unparsed}
-    return pa.RecordBatch.from_pylist([{**row, "events": events}], schema=_schema())
+    schema = _schema()
+    columns = {
+        "sid": pa.array([s.sid for s in stats], pa.int32()),
+        "block": pa.array([s.block for s in stats], pa.int64()),
+        "stat": pa.array([True] * len(stats)),
+        **{key: pa.array([getattr(s, key) for s in stats], pa.int64()) for key in ("lines", "unparsed", "events")},
+    }
+    return pa.RecordBatch.from_arrays(
+        [columns.get(f.name, pa.nulls(len(stats), f.type)) for f in schema], schema=schema
+    )
 
 
 def _schema():
@@ -262,6 +291,7 @@ def _schema():
             ("sigs", pa.list_(pa.int32())),
             ("text", pa.string()),
             ("matches", _matches_type()),
+            ("measures", _measures_type()),
             ("stat", pa.bool_()),
             ("lines", pa.int64()),
             ("unparsed", pa.int64()),
@@ -286,23 +316,26 @@ def _masked(text):
 
 
 def _matches(matcher: Matcher | None, part: Part, text, sigs, headerless):
-    """Per event, the rules it matches (matcher.py), with captures and the matching line's index."""
+    """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
+    metrics' measures of its lines."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values: list = [[] for _ in range(len(text))]
+    matches: list = [[] for _ in range(len(text))]
+    measures: list = [[] for _ in range(len(text))]
     at = np.flatnonzero(pc.list_value_length(sigs).to_numpy(zero_copy_only=False))
     if matcher is not None and len(at):
         layout = layout_by_id(part.layout) if part.layout != "none" else None
         texts, numbers = text.take(pa.array(at)).to_pylist(), sigs.take(pa.array(at)).to_pylist()
         for i, one, wanted in zip(at, texts, numbers, strict=True):
             fields = _fields(one, part.kind, None if headerless[i] else layout)
-            values[i] = [
+            matches[i] = [
                 {"rule": rule, "captures": list(captures.items()), "idx": idx}
                 for rule, captures, idx in matcher.match(fields, wanted)
             ]
-    return pa.array(values, type=_matches_type())
+            measures[i] = matcher.measure(one, wanted)
+    return pa.array(matches, type=_matches_type()), pa.array(measures, type=_measures_type())
 
 
 def _fields(text: str, kind: str, layout) -> Fields:
@@ -333,6 +366,22 @@ def _matches_type():
 
     return pa.list_(
         pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
+    )
+
+
+def _measures_type():
+    import pyarrow as pa
+
+    return pa.list_(
+        pa.struct(
+            [
+                ("metric", pa.int32()),
+                ("idx", pa.int32()),
+                ("line", pa.string()),
+                ("captures", pa.map_(pa.string(), pa.string())),
+                ("job", pa.string()),
+            ]
+        )
     )
 
 

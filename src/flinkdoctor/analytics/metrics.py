@@ -1,8 +1,8 @@
 """Metrics: named line regexes (knowledge/metrics.yaml) whose every match is measured, not sampled.
 
 A finding keeps a few instances as evidence; a trend or a percentile needs every completed checkpoint. The metrics'
-literals join the rules' in the prefilter (so the INFO lines they read reach the events table), and one Spark pass
-collects the events that hold them; the regexes then run per line on the driver, over those events only.
+literals join the rules' in the prefilter (so the INFO lines they read reach the events table), and the scan
+tasks run their regexes on each line of the events that hold them (matcher.py); one Spark pass reads the measures.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from functools import cache
 from importlib import resources
 
 from ..errors import RuleError
+from ..events import block_offsets, file_line
 from ..ingest import Manifest
-from ..match import block_offsets
 from ..prefilter import required_literals
 from ..regexes import nested_quantifier, python_regex
 from ..rulebook import Signature
@@ -86,49 +86,35 @@ def load_metrics() -> tuple[Metric, ...]:
     return tuple(metrics)
 
 
-JOB_IN_EVENT = re.compile(r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b")
-
-
-def extract(events, metrics: tuple[Metric, ...], first_number: int, blocks: dict, manifest: Manifest) -> list[Measure]:
-    """Every line of the events table that a metric matches. `first_number` is the prefilter number of the first
-    metric's signature (they follow the rules'). One Spark pass selects the events; the driver reads their lines."""
+def extract(events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest) -> list[Measure]:
+    """Every line a metric matched: the scan tasks measured them (matcher.py); one Spark pass reads them."""
     from pyspark.sql import functions as F
 
     if not metrics:
         return []
-    numbers = list(range(first_number, first_number + len(metrics)))
-    by_number = dict(zip(numbers, metrics, strict=True))
-    wanted = F.arrays_overlap("sigs", F.array(*[F.lit(n) for n in numbers]))
-    rows = events.where(wanted).select("sid", "block", "first_rel", "time", "host", "sigs", "text").toLocalIterator()
+    rows = (
+        events.where(F.size("measures") > 0)
+        .select("sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m"))
+        .toLocalIterator()
+    )
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     found = []
     for row in rows:
-        candidates = [by_number[n] for n in row.sigs if n in by_number]
-        text = row.text or ""
-        job_hit = JOB_IN_EVENT.search(text)
-        event_job = (job_hit.group(1) or job_hit.group(2)) if job_hit else None
-        source = sources[row.sid]
-        for idx, line in enumerate(text.split("\n")):
-            for metric in candidates:
-                m = metric.pattern.search(line)
-                if not m:
-                    continue
-                number = source.fixed_line or source.line_offset + offsets.get((row.sid, row.block), 0)
-                number += 0 if source.fixed_line else row.first_rel + idx
-                captures = {k: v for k, v in m.groupdict().items() if v is not None}
-                found.append(
-                    Measure(
-                        metric.id,
-                        metric.measures,
-                        row.sid,
-                        number,
-                        row.time,
-                        row.host or source.host,
-                        line.rstrip(),
-                        captures,
-                        event_job,
-                    )
-                )
+        source, measure = sources[row.sid], row.m
+        metric = metrics[measure.metric]
+        found.append(
+            Measure(
+                metric.id,
+                metric.measures,
+                row.sid,
+                file_line(source, offsets, row.block, row.first_rel + measure.idx),
+                row.time,
+                row.host or source.host,
+                measure.line,
+                dict(measure.captures or {}),
+                measure.job,
+            )
+        )
     found.sort(key=lambda m: (m.sid, m.line))
     return found

@@ -22,8 +22,8 @@ from ..events import build_events
 from ..fallback import fallback
 from ..ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
 from ..match import KEEP_PER_RULE, Finding, block_offsets, detail_findings, keep_applicable, match_events
+from ..matcher import build_matcher
 from ..pipeline import counters
-from ..prefilter import build_prefilter
 from ..report import Report, build_report
 from ..rulebook import Rule
 from ..versions import detect
@@ -85,7 +85,8 @@ def run_fleet(
             spark = spark_session(app_name="flinkdoctor-fleet")
         reports, events = {}, None
         if combined.text_sources:
-            events = build_events(spark, combined, work.path, build_prefilter(rules), timezone=timezone, rules=rules)
+            matcher = build_matcher(rules)
+            events = build_events(spark, combined, work.path, matcher.prefilter, timezone=timezone, matcher=matcher)
             result.timings["events_s"] = round(time.perf_counter() - started, 3)
             findings, counts = _findings(spark, events, combined, owner)
             result.timings["findings_s"] = round(time.perf_counter() - started, 3)
