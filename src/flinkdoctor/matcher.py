@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from .layouts import Layout
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 from .regexes import python_regex
 from .rulebook import Rule, Signature
@@ -35,16 +36,38 @@ _COMMA_UNDERSCORE = re.compile(r"[,_]")
 JOB_IN_EVENT = re.compile(r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b")
 
 
-@dataclass(frozen=True)
 class Fields:
-    """What signatures read of one event: its text, the header's fields (None when it has none) and its source."""
+    """What signatures read of one event, as the events table has it: the text, the header's fields by the
+    layout's regex (none for a headerless event, `layout` None), the message the header's own when the layout
+    names none, and the exception chain. Each is worked out when a signature first asks for it."""
 
-    text: str
-    message: str
-    level: str | None
-    logger: str | None
-    thread: str | None
-    kind: str
+    def __init__(self, text: str, kind: str, layout: Layout | None):
+        self.text, self.kind, self.layout = text, kind, layout
+
+    @cached_property
+    def _header(self) -> tuple[str, dict[str, str | None]]:
+        header = self.text.split("\n", 1)[0]
+        hit = self.layout.python_regex.search(header) if self.layout is not None else None
+        return header, ({k: v or None for k, v in hit.groupdict().items()} if hit else {})
+
+    @property
+    def message(self) -> str:
+        header, fields = self._header
+        return fields.get("msg") or header
+
+    @property
+    def level(self) -> str | None:
+        level = self._header[1].get("level")
+        return level.upper() if level else None
+
+    @property
+    def logger(self) -> str | None:
+        header, fields = self._header
+        return fields.get("logger") or (self.layout.fixed_logger if fields and self.layout else None)
+
+    @property
+    def thread(self) -> str | None:
+        return self._header[1].get("thread")
 
     @cached_property
     def exception(self) -> list[str]:
@@ -102,7 +125,7 @@ class Matcher:
 
     prefilter: Prefilter
     signatures: dict[int, _Signature]
-    metrics: dict[int, tuple[int, str]]  # signature number -> (the metric's position, its Java line regex)
+    metrics: dict[int, tuple[int, str, str]]  # signature number -> (the metric's position, line regex, a literal)
 
     def match(self, event: Fields, numbers) -> list[tuple[str, dict[str, str], int]]:
         """The rules the event matches, in rule order, each with its first matching signature's captures and
@@ -118,16 +141,20 @@ class Matcher:
                 done = signature.rule
         return matched
 
+    @cached_property
+    def first_metric(self) -> int:
+        return min(self.metrics, default=1 << 62)
+
     def measure(self, text: str, numbers) -> list[dict]:
         """Every line of the event that a metric named in `numbers` matches: the metric's position, the line's
         index and text, the captures, and a job id found elsewhere in the event."""
-        metrics = [self.metrics[n] for n in numbers if n in self.metrics]
-        if not metrics:
+        if not numbers or numbers[-1] < self.first_metric:
             return []
+        metrics = [self.metrics[n] for n in numbers if n in self.metrics]
         found = []
         for idx, line in enumerate(text.split("\n")):
-            for position, regex in metrics:
-                hit = python_regex(regex).search(line)
+            for position, regex, literal in metrics:
+                hit = literal in line and python_regex(regex).search(line)
                 if hit:
                     captures = [(k, v) for k, v in hit.groupdict().items() if v is not None]
                     found.append({"metric": position, "idx": idx, "line": line.rstrip(), "captures": captures})
@@ -163,7 +190,11 @@ def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matc
                 line=sig.text,
             )
     first = sum(len(rule.signatures) for rule in rules)
-    return Matcher(prefilter, signatures, {first + i: (i, line) for i, line in enumerate(metric_lines)})
+    metrics = {}
+    for i, line in enumerate(metric_lines):  # a line can only match if it holds the regex's longest literal
+        literal = max((prefilter.literals[k] for k in prefilter.signatures[first + i]), key=len, default="")
+        metrics[first + i] = (i, line, literal)
+    return Matcher(prefilter, signatures, metrics)
 
 
 def _number(value: str | None) -> float | None:

@@ -329,36 +329,13 @@ def _matches(matcher: Matcher | None, part: Part, text, sigs, headerless):
         layout = layout_by_id(part.layout) if part.layout != "none" else None
         texts, numbers = text.take(pa.array(at)).to_pylist(), sigs.take(pa.array(at)).to_pylist()
         for i, one, wanted in zip(at, texts, numbers, strict=True):
-            fields = _fields(one, part.kind, None if headerless[i] else layout)
+            fields = Fields(one, part.kind, None if headerless[i] else layout)
             matches[i] = [
                 {"rule": rule, "captures": list(captures.items()), "idx": idx}
                 for rule, captures, idx in matcher.match(fields, wanted)
             ]
             measures[i] = matcher.measure(one, wanted)
     return pa.array(matches, type=_matches_type()), pa.array(measures, type=_measures_type())
-
-
-def _fields(text: str, kind: str, layout) -> Fields:
-    """The fields signatures read, as the events table has them: the header's fields by the layout's regex (none
-    for a headerless event), the message the header's own when the layout names none."""
-    header = text.split("\n", 1)[0]
-    hit = layout.python_regex.search(header) if layout is not None else None
-    if hit is None:
-        return Fields(text, header, None, None, None, kind)
-    groups = hit.groupdict()
-
-    def field(name: str) -> str | None:
-        return groups.get(name) or None
-
-    level = field("level")
-    return Fields(
-        text,
-        field("msg") or header,
-        level.upper() if level else None,
-        field("logger") or layout.fixed_logger,
-        field("thread"),
-        kind,
-    )
 
 
 def _matches_type():
