@@ -28,6 +28,7 @@ EVENT_TEXT_MAX, EVENT_HEAD, EVENT_TAIL = 20_000, 4_000, 12_000  # chars of an ev
 OMITTED = "\u2026 lines omitted \u2026"
 KEEP_PER_RULE = 40  # earliest and latest instances of each rule kept as evidence; counts stay exact
 FEW = 20_000  # up to this many findings are collected whole; more are thinned per rule in Spark
+MAX_RANGES_FILTER = 256  # (sid, block) pairs spelled out in a filter; more: by sid only
 
 
 @dataclass
@@ -132,7 +133,9 @@ def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> lis
     chosen = spark.createDataFrame(
         [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, rule string"
     )
-    chosen_events = events.join(F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi")
+    chosen_events = events.where(_ranges_of(rows)).join(
+        F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi"
+    )
     detailed = (match_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()) if rows else []
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
@@ -163,6 +166,19 @@ def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> lis
         )
     findings.sort(key=lambda f: (f.time is None, f.time or datetime.min, f.sid, f.line))
     return findings
+
+
+def _ranges_of(rows: list):
+    """A filter on the byte ranges (sid, block) the rows are in, which Parquet evaluates against each file's
+    statistics: a task writes the events of its own ranges, so the files of other ranges are not read."""
+    from pyspark.sql import functions as F
+
+    pairs = sorted({(int(row["sid"]), int(row["block"])) for row in rows})
+    if not pairs:
+        return F.lit(False)
+    if len(pairs) > MAX_RANGES_FILTER:
+        return F.expr(f"sid IN ({', '.join(sorted({str(sid) for sid, _ in pairs}))})")
+    return F.expr(" OR ".join(f"(sid = {sid} AND block = {block})" for sid, block in pairs))
 
 
 def _shifted(file_line: Callable[[int], int], first: int, i: int) -> int:

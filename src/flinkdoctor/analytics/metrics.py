@@ -86,34 +86,44 @@ def load_metrics() -> tuple[Metric, ...]:
     return tuple(metrics)
 
 
+def _columns(table) -> list[list]:
+    """The Arrow table's columns as Python lists; times as naive UTC datetimes, as Spark's rows give them."""
+    import pyarrow as pa
+
+    columns = []
+    for column in table.columns:
+        if pa.types.is_timestamp(column.type):
+            column = column.cast(pa.timestamp(column.type.unit))
+        columns.append(column.to_pylist())
+    return columns
+
+
 def extract(events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest) -> list[Measure]:
     """Every line a metric matched: the scan tasks measured them (matcher.py); one Spark pass reads them."""
     from pyspark.sql import functions as F
 
     if not metrics:
         return []
-    rows = (
-        events.where(F.size("measures") > 0)
-        .select("sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m"))
-        .toLocalIterator()
+    measured = events.where(F.size("measures") > 0).select(
+        "sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
     )
+    table = measured.select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()  # one job, columnar
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     found = []
-    for row in rows:
-        source, measure = sources[row.sid], row.m
-        metric = metrics[measure.metric]
+    for sid, block, first_rel, time, host, number, idx, line, captures, job in zip(*_columns(table), strict=True):
+        source, metric = sources[sid], metrics[number]
         found.append(
             Measure(
                 metric.id,
                 metric.measures,
-                row.sid,
-                file_line(source, offsets, row.block, row.first_rel + measure.idx),
-                row.time,
-                row.host or source.host,
-                measure.line,
-                dict(measure.captures or {}),
-                measure.job,
+                sid,
+                file_line(source, offsets, block, first_rel + idx),
+                time,
+                host or source.host,
+                line,
+                dict(captures or ()),
+                job,
             )
         )
     found.sort(key=lambda m: (m.sid, m.line))
