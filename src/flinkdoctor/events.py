@@ -44,7 +44,7 @@ FILES_PER_TASK = 5000  # small files read by one task, at most
 class EventsResult:
     path: str  # events Parquet
     blocks: dict  # sid -> [(block_start, lines)], in file order
-    stats: dict  # sid -> {"lines", "unparsed"}; "events" -> number of events
+    stats: dict  # sid -> {"lines", "unparsed"}; "events" -> number of events; "matched" -> (event, rule) matches
 
 
 def plan(sources: list[Source], split_bytes: int = SPLIT_BYTES) -> list[list[Part]]:
@@ -111,9 +111,9 @@ def build_events(
         partial(run, plan=tasks, prefilter=prefilter, matcher=matcher), OUTPUT_SCHEMA
     )
     observation = Observation("line-accounting")
-    stat = F.struct("sid", "block", "lines", "unparsed", "events")
+    stat = F.struct("sid", "block", "lines", "unparsed", "events", "matched")
     scanned = scanned.observe(observation, F.collect_list(F.when(F.col("stat"), stat)).alias("parts"))
-    events = scanned.where(~F.col("stat")).drop("stat", "lines", "unparsed", "events")
+    events = scanned.where(~F.col("stat")).drop("stat", "lines", "unparsed", "events", "matched")
     _parse_fields(events, by_layout, manifest.bundle_year, timezone).write.mode("overwrite").parquet(out)
     return EventsResult(out, *_part_stats(observation.get["parts"], sources))
 
@@ -122,13 +122,14 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     """Lines per range (to number lines), per source its lines and unparsed lines, and the events."""
     blocks: dict[int, list[tuple[int, int]]] = {}
     stats: dict = {s.id: {"lines": 0, "unparsed": 0} for s in sources}
-    events = 0
+    events = matched = 0
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
         stats[row["sid"]]["lines"] += row["lines"]
         stats[row["sid"]]["unparsed"] += row["unparsed"]
         events += row["events"]
-    stats["events"] = events
+        matched += row["matched"]
+    stats["events"], stats["matched"] = events, matched
     return blocks, stats
 
 

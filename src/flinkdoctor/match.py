@@ -96,10 +96,13 @@ def match_events(events, detail: bool = True):
     )
 
 
-def collect_findings(events, blocks: dict, manifest: Manifest) -> tuple[list[Finding], dict[str, int]]:
+def collect_findings(
+    events, blocks: dict, manifest: Manifest, matched: int | None = None
+) -> tuple[list[Finding], dict[str, int]]:
     """Every rule's exact count, and its earliest and latest instances in detail.
 
-    The matches are read twice: their keys for the counts and the choice of instances (kept in memory), then just
+    When the scan counted `matched` matches and they are few, one job reads them all in detail. Otherwise the
+    matches are read twice: their keys for the counts and the choice of instances (kept in memory), then just
     the chosen events in detail. The entities are regexes over whole stack traces: taken for every match they
     would cost more than the matching itself.
     """
@@ -107,6 +110,12 @@ def collect_findings(events, blocks: dict, manifest: Manifest) -> tuple[list[Fin
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    if matched is not None and matched <= FEW:
+        detailed = match_events(events).collect() if matched else []
+        counts: dict[str, int] = {}
+        for row in detailed:
+            counts[row.rule] = counts.get(row.rule, 0) + 1
+        return _findings(detailed, blocks, manifest), counts
     found = match_events(events, detail=False).persist(StorageLevel.MEMORY_AND_DISK)
     rows = found.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
     if len(rows) > FEW:
@@ -137,6 +146,11 @@ def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> lis
         F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi"
     )
     detailed = (match_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()) if rows else []
+    return _findings(detailed, blocks, manifest)
+
+
+def _findings(detailed: list, blocks: dict, manifest: Manifest) -> list[Finding]:
+    """Rows of match_events(detail=True) as findings in time order, with file line numbers."""
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     findings = []

@@ -75,7 +75,7 @@ def _run(
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
     table = spark.read.parquet(events.path)
-    findings, counts = collect_findings(table, events.blocks, manifest)
+    findings, counts = collect_findings(table, events.blocks, manifest, events.stats.get("matched"))
     timings["findings_s"] = round(time.perf_counter() - started, 3)
     measures = extract(table, metrics, events.blocks, manifest)
 

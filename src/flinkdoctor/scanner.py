@@ -39,7 +39,8 @@ MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
 OUTPUT_SCHEMA = (
     "sid int, block long, first_rel long, last_rel long, orphan boolean, split boolean, sigs array<int>, "
-    f"text string, matches {MATCHES}, measures {MEASURES}, stat boolean, lines long, unparsed long, events long"
+    f"text string, matches {MATCHES}, measures {MEASURES}, stat boolean, lines long, unparsed long, events long, "
+    "matched long"
 )
 
 
@@ -60,13 +61,15 @@ class Part:
 
 @dataclass(frozen=True)
 class PartStats:
-    """What a part counted: its lines, the lines in no event (before a file's first header), its events."""
+    """What a part counted: its lines, the lines in no event (before a file's first header), its events, and
+    the (event, rule) matches among them."""
 
     sid: int
     block: int
     lines: int
     unparsed: int
     events: int
+    matched: int = 0
 
 
 def run(batches: Iterator, plan: list[list[Part]], prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
@@ -103,11 +106,16 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     if part.layout == "none" or not len(starts):
         yield PartStats(part.sid, part.start, lines, lines if part.layout == "none" else 0, 0)
         return
+    import pyarrow.compute as pc
+
     events = _Events(part, data, starts, owned, piece)
-    yield from events.kept(prefilter, matcher)
+    matched = 0
+    for batch in events.kept(prefilter, matcher):
+        matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
+        yield batch
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
-    yield PartStats(part.sid, part.start, lines, orphan_lines, counted)
+    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched)
 
 
 class _Events:
@@ -196,7 +204,7 @@ class _Events:
                 matches,
                 measures,
                 pa.array(np.zeros(n, dtype=bool)),
-                *[pa.nulls(n, pa.int64())] * 3,
+                *[pa.nulls(n, pa.int64())] * len(COUNTS),
             ],
             schema=_schema(),
         )
@@ -261,6 +269,9 @@ def _spans(data, begin, end):
     return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())
 
 
+COUNTS = ("lines", "unparsed", "events", "matched")
+
+
 def _stats(stats: list[PartStats]):
     """The parts' stats as one batch: rows flagged `stat`."""
     import pyarrow as pa
@@ -270,7 +281,7 @@ def _stats(stats: list[PartStats]):
         "sid": pa.array([s.sid for s in stats], pa.int32()),
         "block": pa.array([s.block for s in stats], pa.int64()),
         "stat": pa.array([True] * len(stats)),
-        **{key: pa.array([getattr(s, key) for s in stats], pa.int64()) for key in ("lines", "unparsed", "events")},
+        **{key: pa.array([getattr(s, key) for s in stats], pa.int64()) for key in COUNTS},
     }
     return pa.RecordBatch.from_arrays(
         [columns.get(f.name, pa.nulls(len(stats), f.type)) for f in schema], schema=schema
@@ -296,6 +307,7 @@ def _schema():
             ("lines", pa.int64()),
             ("unparsed", pa.int64()),
             ("events", pa.int64()),
+            ("matched", pa.int64()),
         ]
     )
 
