@@ -1,4 +1,4 @@
-"""Rule cases: every rule's real-log examples, run through the same compiled Spark path as `diagnose`."""
+"""Rule cases: every rule's real-log examples, run through the same Spark scan tasks and matcher as `diagnose`."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The Java regexes of rules and layouts, read on the driver with Python's own regex parser.
+"""The regexes of rules and layouts, written in Java's syntax, read with Python's own regex parser.
 
-Spark evaluates them in the JVM; the driver translates them to Python once (named groups) to check them at load,
-number their groups for regexp_extract, and walk their parse tree: the prefilter's required literals and the
-backtracking check below come from the tree the `re` module builds, not from a second hand-written scanner.
+Rules run in the scan tasks with Python's `re` (matcher.py); layouts' header regexes run in the JVM (field
+split) and in the tasks (RE2, or `re`). They are translated to Python once (named groups) to check them at load,
+and their parse tree gives the prefilter's required literals and the backtracking check below, not a second
+hand-written scanner.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ def _python_syntax(java: str) -> str:
 def nested_quantifier(java: str) -> str | None:
     """What makes `java` backtrack catastrophically, e.g. `(a+)+` or `(\\w*)*`, else None.
 
-    The JVM's regex engine backtracks: on a line that almost matches, a repeated part whose body itself repeats
-    without bound is tried with every split of the text between the two quantifiers, exponential in the line
-    length, and one line stalls a whole Spark task. An outer `?` (at most once) is fine, and so is an inner
+    Python's and the JVM's regex engines backtrack: on a line that almost matches, a repeated part whose body
+    itself repeats without bound is tried with every split of the text between the two quantifiers, exponential
+    in the line length, and one line stalls a whole Spark task. An outer `?` (at most once) is fine, and so is an inner
     possessive quantifier or atomic group, which never gives text back.
     """
     return _nested(parse(java))

@@ -29,7 +29,7 @@ RELATION_SETS = "relations.yaml"  # at the top of a folder of rules: named relat
 
 @dataclass(frozen=True)
 class Signature:
-    """One way a rule matches an event: every regex given must match its field (Java regexes, run by Spark)."""
+    """One way a rule matches an event: every regex given must match its field (matcher.py)."""
 
     text: str | None = None  # the whole event, stack trace included
     message: str | None = None  # the header line's message

@@ -104,19 +104,6 @@ def _remove_log(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-@contextmanager
-def whole_stage_codegen(spark, enabled: bool):
-    """Whole-stage code generation off for a query whose expression outgrows Java's 64 KB method limit: the
-    regexes dominate the cost, and Spark would otherwise compile, fail, log a stack trace and fall back."""
-    key = "spark.sql.codegen.wholeStage"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(enabled).lower())
-    try:
-        yield
-    finally:
-        spark.conf.set(key, before)
-
-
 def _python() -> str:
     import sys
 
