@@ -35,7 +35,7 @@ def main(bundles: list[str]) -> None:
         with tempfile.TemporaryDirectory() as work:
             manifest = ingest([bundle], Path(work))
             events = build_events(spark, manifest, Path(work), prefilter)
-            frame = spark.read.parquet(events.path)
+            frame = events.table(spark)
             collect_templates(frame, events.blocks, manifest)  # warm-up: the first Spark job pays for planning
             started = time.perf_counter()
             spark_templates = collect_templates(frame, events.blocks, manifest)

@@ -136,7 +136,7 @@ def test_build_events_with_tiny_ranges_matches_one_range(spark, tmp_path, prefil
         result = build_events(spark, manifest, tmp_path / f"out-{split}", prefilter, split_bytes=split)
         offsets = block_offsets(result.blocks)
         source = manifest.text_sources[0]
-        rows = spark.read.parquet(result.path).collect()
+        rows = result.table(spark).collect()
         events = sorted(
             (
                 file_line(source, offsets, r.block, r.first_rel),

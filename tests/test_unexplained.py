@@ -72,7 +72,7 @@ def test_a_rare_error_near_the_failure_outranks_a_frequent_healthy_warn(spark, r
 
     manifest = ingest([FAILED], tmp_path)
     events = build_events(spark, manifest, tmp_path, build_prefilter(rules))
-    templates = collect_templates(spark.read.parquet(events.path), events.blocks, manifest)
+    templates = collect_templates(events.table(spark), events.blocks, manifest)
     healthy = next(t for t in templates if t.template == HEALTHY_WARN)
     failed_at = next(t for t in templates if "Authentication failed" in t.template).first  # ZooKeeper lost
     ranked = rank(templates, baseline(), failed_at)

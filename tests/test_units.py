@@ -89,6 +89,28 @@ def test_every_shipped_signature_has_a_prefilter_literal():
     assert sum(len(r.signatures) for r in rules) == len(prefilter.signatures)
 
 
+def test_rare_hits_name_the_events_holding_each_literal_where_it_counts():
+    """A header-only literal counts only in an event's first line; a part where no literal counts gives none."""
+    import numpy as np
+
+    from flinkdoctor.prefilter import Prefilter, rare_hits
+
+    prefilter = Prefilter(("lost the leadership", "Caused by"), (True, False), ((0,), (1,)), (0, 1))
+    text = (
+        b"2026-03-01 00:00:00,001 INFO x - JobMaster lost the leadership\n"
+        b"2026-03-01 00:00:00,002 WARN x - failed\n"
+        b"Caused by: java.io.IOException: lost the leadership\n"
+    )
+    data = np.frombuffer(text, dtype=np.uint8)
+    begin = np.array([0, text.index(b"2026", 10)])
+    first_line_end = np.array([text.index(b"\n") + 1, text.index(b"\n", begin[1]) + 1])
+    found = rare_hits(prefilter, data, begin, first_line_end)
+    assert {k: v.tolist() for k, v in found.items()} == {0: [0], 1: [1]}
+    assert rare_hits(prefilter, data[begin[1] :], np.array([0]), first_line_end[1:] - begin[1]) == {1: [0]}
+    only_header = Prefilter(("lost the leadership",), (True,), ((0,),), (0,))
+    assert rare_hits(only_header, data[begin[1] :], np.array([0]), first_line_end[1:] - begin[1]) == {}
+
+
 @pytest.mark.parametrize(
     "regex, nested",
     [

@@ -57,7 +57,7 @@ def templates_of(spark, bundle: Path) -> set[str]:
     with tempfile.TemporaryDirectory(prefix="flinkdoctor-baseline-") as work:
         manifest = ingest([bundle], Path(work))
         events = build_events(spark, manifest, Path(work), build_prefilter(load_rules()))
-        found = collect_templates(spark.read.parquet(events.path), events.blocks, manifest)
+        found = collect_templates(events.table(spark), events.blocks, manifest)
     return {t.key for t in found}
 
 

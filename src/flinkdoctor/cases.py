@@ -55,7 +55,7 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             source.layout = case.layout
     matcher = build_matcher(rules)
     events = build_events(spark, manifest, work / "run", matcher.prefilter, matcher=matcher)
-    found = match_events(spark.read.parquet(events.path), detail=False).select("sid", "rule").distinct().collect()
+    found = match_events(events.table(spark), detail=False).select("sid", "rule").distinct().collect()
     fired = {(row.sid, row.rule) for row in found}
     results = []
     for rule, index, case, rel in planned:

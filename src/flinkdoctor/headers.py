@@ -59,6 +59,13 @@ def flag(test: HeaderTest, lines, regex: str | None = None):
     return np.array([pattern.match(line.rstrip("\r\n")) is not None for line in lines.to_pylist()], dtype=bool)
 
 
+def header_fields(layout_id: str, header: str) -> dict[str, str]:
+    """The named fields of a header line by its layout's regex (values never empty), {} when it does not match.
+    Python's `re` runs the layout's Java regex, as it runs the rules'."""
+    hit = layout_by_id(layout_id).python_regex.search(header)
+    return {k: v for k, v in hit.groupdict().items() if v} if hit else {}
+
+
 def first_byte_table(test: HeaderTest):
     """A 256-entry bool table: can a header start with this byte."""
     import numpy as np

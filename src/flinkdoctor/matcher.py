@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from .layouts import Layout
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 from .regexes import python_regex
 from .rulebook import Rule, Signature
@@ -36,38 +35,17 @@ _COMMA_UNDERSCORE = re.compile(r"[,_]")
 JOB_IN_EVENT = re.compile(r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b")
 
 
+@dataclass
 class Fields:
-    """What signatures read of one event, as the events table has it: the text, the header's fields by the
-    layout's regex (none for a headerless event, `layout` None), the message the header's own when the layout
-    names none, and the exception chain. Each is worked out when a signature first asks for it."""
+    """What signatures read of one event, as the events table has it: the text, the header's fields (None for a
+    headerless event), the source's kind, and the exception chain, worked out when a signature first asks."""
 
-    def __init__(self, text: str, kind: str, layout: Layout | None):
-        self.text, self.kind, self.layout = text, kind, layout
-
-    @cached_property
-    def _header(self) -> tuple[str, dict[str, str | None]]:
-        header = self.text.split("\n", 1)[0]
-        hit = self.layout.python_regex.search(header) if self.layout is not None else None
-        return header, ({k: v or None for k, v in hit.groupdict().items()} if hit else {})
-
-    @property
-    def message(self) -> str:
-        header, fields = self._header
-        return fields.get("msg") or header
-
-    @property
-    def level(self) -> str | None:
-        level = self._header[1].get("level")
-        return level.upper() if level else None
-
-    @property
-    def logger(self) -> str | None:
-        header, fields = self._header
-        return fields.get("logger") or (self.layout.fixed_logger if fields and self.layout else None)
-
-    @property
-    def thread(self) -> str | None:
-        return self._header[1].get("thread")
+    text: str
+    message: str
+    level: str | None
+    logger: str | None
+    thread: str | None
+    kind: str
 
     @cached_property
     def exception(self) -> list[str]:

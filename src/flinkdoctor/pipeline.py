@@ -74,7 +74,7 @@ def _run(
     events = build_events(spark, manifest, work.path, matcher.prefilter, timezone=timezone, matcher=matcher)
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
-    table = spark.read.parquet(events.path)
+    table = events.table(spark)
     findings, counts = collect_findings(table, events.blocks, manifest, events.stats.get("matched"))
     timings["findings_s"] = round(time.perf_counter() - started, 3)
     measures = extract(table, metrics, events.blocks, manifest)
@@ -96,7 +96,7 @@ def _run(
     timings["analytics_s"] = round(time.perf_counter() - started, 3)
     roots = correlate(findings, counts, by_id)
     outcome = fallback(findings, counts, roots, by_id, {s.kind for s in manifest.sources})  # a failure is never healthy
-    errors = unexplained_errors(spark.read.parquet(events.path), events.blocks, manifest, findings, roots, outcome)
+    errors = unexplained_errors(events.table(spark), events.blocks, manifest, findings, roots, outcome)
     timings["total_s"] = round(time.perf_counter() - started, 3)
     return build_report(
         manifest,

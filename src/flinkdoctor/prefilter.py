@@ -179,9 +179,11 @@ def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, An
     bound = np.append(begin[1:], len(data))
     inside = (stop <= bound[event]) & (~header_only[which] | (stop <= first_line_end[event]))
     pairs = np.unique(which[inside] * len(begin) + event[inside])  # (literal, event), sorted by literal
+    if not len(pairs):
+        return found
     literal, event = np.divmod(pairs, len(begin))
     cuts = np.flatnonzero(np.diff(literal)) + 1
-    for events, k in zip(np.split(event, cuts), literal[np.append(0, cuts)] if len(pairs) else [], strict=True):
+    for events, k in zip(np.split(event, cuts), literal[np.append(0, cuts)], strict=True):
         found[rare[k]] = events
     return found
 

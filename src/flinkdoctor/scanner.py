@@ -1,4 +1,5 @@
-"""Scan (inside a Spark task): one byte range of a staged file -> its kept events as Arrow, and its line counts.
+"""Scan (inside a Spark task): byte ranges of staged files -> their kept events, written as Parquet by the task
+itself, and their line counts, handed to Spark.
 
 A range owns the lines that start in it and the events whose header line starts in it. It reads past its end
 to finish its last event (up to the next header, or the end of the file); the continuation lines at its head
@@ -12,8 +13,8 @@ the events it hits, plus the events at WARN level or above, get their text cut o
 their signatures' literals; secrets in it are masked (masking.py), and the rules are matched on it (matcher.py).
 Every other event is only counted.
 
-A row that starts with staging.PIECE continues an over-long line: it starts an event of its own (flagged
-`split`) but no new line, so line numbers and `lines` stay those of the file.
+A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
+header, but no new line, so line numbers and `lines` stay those of the file.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_test
+from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_fields, header_test
 from .layouts import layout_by_id
 from .masking import TRIGGER_RE2, mask
 from .matcher import Fields, Matcher
@@ -33,15 +35,18 @@ MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this
 EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
 WORD = re.compile(r"[A-Za-z]+")
 WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
-OUT_EVENTS = 20_000  # events per Arrow batch handed to Spark
+OUT_EVENTS = 20_000  # events per Arrow batch written
 
 MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
-OUTPUT_SCHEMA = (
-    "sid int, block long, first_rel long, last_rel long, orphan boolean, split boolean, sigs array<int>, "
-    f"text string, matches {MATCHES}, measures {MEASURES}, stat boolean, lines long, unparsed long, events long, "
-    "matched long"
+# the events as the tasks write them (events.py reads them, and adds `time` parsed from `ts`)
+STORED_SCHEMA = (
+    f"sid int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, matches {MATCHES}, "
+    f"measures {MEASURES}, ts string, level string, logger string, thread string, host string, uptime double, "
+    "message string, text string"
 )
+COUNTS = ("lines", "unparsed", "events", "matched")
+OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
 
 
 @dataclass(frozen=True)
@@ -72,23 +77,55 @@ class PartStats:
     matched: int = 0
 
 
-def run(batches: Iterator, plan: list[list[Part]], prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
+def run(
+    batches: Iterator, plan: list[list[Part]], prefilter: Prefilter, out_dir: str, matcher: Matcher | None = None
+) -> Iterator:
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts. The
-    parts' stats go out as one batch per task (a task may read thousands of small files)."""
+    task writes their events to one Parquet file of its own under `out_dir`, and hands Spark only the parts'
+    stats, one batch per task (a task may read thousands of small files). No event text crosses to the JVM."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
             stats = []
-            for part in plan[task]:
-                for out in scan_part(part, prefilter, matcher):
-                    if isinstance(out, PartStats):
-                        stats.append(out)
-                    else:
-                        yield out
+            with _EventsFile(out_dir, task) as written:
+                for part in plan[task]:
+                    for out in scan_part(part, prefilter, matcher):
+                        if isinstance(out, PartStats):
+                            stats.append(out)
+                        else:
+                            written.write(out)
             yield _stats(stats)
 
 
+class _EventsFile:
+    """One task's Parquet file of events, written under a name Spark skips (`_`) and renamed when whole, so a
+    task Spark retries replaces it and a failed one leaves nothing Spark would read."""
+
+    def __init__(self, out_dir: str, task: int):
+        self.filesystem, directory = _filesystem(out_dir)
+        self.final = f"{directory}/part-{task:05d}.parquet"
+        self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
+        self.writer: Any = None
+
+    def write(self, batch) -> None:
+        import pyarrow.parquet as pq
+
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.temporary, batch.schema, filesystem=self.filesystem, compression="lz4")
+        self.writer.write_batch(batch)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, failed, *_):
+        if self.writer is not None:
+            self.writer.close()
+            if failed is None:
+                self.filesystem.move(self.temporary, self.final)
+        return False
+
+
 def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
-    """Arrow batches of the part's kept events, then its PartStats."""
+    """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats."""
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
@@ -190,7 +227,8 @@ class _Events:
         first, part = self.first[keep], self.part
         orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
         n = len(keep)
-        matches, measures = _matches(matcher, part, text, sigs, orphan | self.piece[first])
+        fields = _header_fields(part, text, orphan | self.piece[first])
+        matches, measures = _matches(matcher, part, text, sigs, fields)
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
@@ -198,13 +236,11 @@ class _Events:
                 pa.array(self.rel[first]),
                 pa.array(self.rel[self.last[keep]]),
                 pa.array(orphan),
-                pa.array(self.piece[first]),
                 sigs,
-                text,
                 matches,
                 measures,
-                pa.array(np.zeros(n, dtype=bool)),
-                *[pa.nulls(n, pa.int64())] * len(COUNTS),
+                *[pa.array(fields[name], pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
+                text,
             ],
             schema=_schema(),
         )
@@ -269,26 +305,22 @@ def _spans(data, begin, end):
     return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())
 
 
-COUNTS = ("lines", "unparsed", "events", "matched")
-
-
 def _stats(stats: list[PartStats]):
-    """The parts' stats as one batch: rows flagged `stat`."""
+    """The parts' stats as one batch (OUTPUT_SCHEMA)."""
     import pyarrow as pa
 
-    schema = _schema()
-    columns = {
-        "sid": pa.array([s.sid for s in stats], pa.int32()),
-        "block": pa.array([s.block for s in stats], pa.int64()),
-        "stat": pa.array([True] * len(stats)),
-        **{key: pa.array([getattr(s, key) for s in stats], pa.int64()) for key in COUNTS},
-    }
     return pa.RecordBatch.from_arrays(
-        [columns.get(f.name, pa.nulls(len(stats), f.type)) for f in schema], schema=schema
+        [
+            pa.array([s.sid for s in stats], pa.int32()),
+            pa.array([s.block for s in stats], pa.int64()),
+            *[pa.array([getattr(s, key) for s in stats], pa.int64()) for key in COUNTS],
+        ],
+        names=["sid", "block", *COUNTS],
     )
 
 
 def _schema():
+    """STORED_SCHEMA as Arrow."""
     import pyarrow as pa
 
     return pa.schema(
@@ -298,16 +330,11 @@ def _schema():
             ("first_rel", pa.int64()),
             ("last_rel", pa.int64()),
             ("orphan", pa.bool_()),
-            ("split", pa.bool_()),
             ("sigs", pa.list_(pa.int32())),
-            ("text", pa.string()),
             ("matches", _matches_type()),
             ("measures", _measures_type()),
-            ("stat", pa.bool_()),
-            ("lines", pa.int64()),
-            ("unparsed", pa.int64()),
-            ("events", pa.int64()),
-            ("matched", pa.int64()),
+            *[(name, pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
+            ("text", pa.string()),
         ]
     )
 
@@ -327,7 +354,43 @@ def _masked(text):
     return pa.array(values, type=pa.string())
 
 
-def _matches(matcher: Matcher | None, part: Part, text, sigs, headerless):
+# the header's fields as the events table keeps them (`ts` raw: Spark parses it when the table is read)
+HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
+
+
+def _header_fields(part: Part, text, headerless) -> dict[str, list]:
+    """Per event, its header's fields by the layout's regex (none for an event without a header), the message
+    the header's own when the layout names none, the level in upper case, the layout's fixed logger."""
+    import pyarrow.compute as pc
+
+    heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0).to_pylist()
+    columns: dict[str, list] = {name: [None] * len(heads) for name in HEADER}
+    columns["message"] = list(heads)
+    if part.layout == "none":
+        return columns
+    fixed = layout_by_id(part.layout).fixed_logger
+    for i, head in enumerate(heads):
+        if headerless[i]:
+            continue
+        fields = header_fields(part.layout, head)
+        columns["ts"][i] = fields.get("ts")
+        columns["level"][i] = fields["level"].upper() if "level" in fields else None
+        columns["logger"][i] = fields.get("logger") or fixed
+        columns["thread"][i] = fields.get("thread")
+        columns["host"][i] = fields.get("host")
+        columns["uptime"][i] = _float(fields.get("uptime"))
+        columns["message"][i] = fields.get("msg") or head
+    return columns
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict[str, list]):
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
     metrics' measures of its lines."""
     import numpy as np
@@ -338,13 +401,14 @@ def _matches(matcher: Matcher | None, part: Part, text, sigs, headerless):
     measures: list = [[] for _ in range(len(text))]
     at = np.flatnonzero(pc.list_value_length(sigs).to_numpy(zero_copy_only=False))
     if matcher is not None and len(at):
-        layout = layout_by_id(part.layout) if part.layout != "none" else None
         texts, numbers = text.take(pa.array(at)).to_pylist(), sigs.take(pa.array(at)).to_pylist()
         for i, one, wanted in zip(at, texts, numbers, strict=True):
-            fields = Fields(one, part.kind, None if headerless[i] else layout)
+            event = Fields(
+                one, fields["message"][i], fields["level"][i], fields["logger"][i], fields["thread"][i], part.kind
+            )
             matches[i] = [
                 {"rule": rule, "captures": list(captures.items()), "idx": idx}
-                for rule, captures, idx in matcher.match(fields, wanted)
+                for rule, captures, idx in matcher.match(event, wanted)
             ]
             measures[i] = matcher.measure(one, wanted)
     return pa.array(matches, type=_matches_type()), pa.array(measures, type=_measures_type())
@@ -376,9 +440,14 @@ def _measures_type():
 
 def _open(path: str):
     """The file through pyarrow's file systems: a local path, or a URI (hdfs://, s3://) on a cluster."""
+    filesystem, inner = _filesystem(path)
+    return filesystem.open_input_file(inner)
+
+
+def _filesystem(path: str):
+    """(pyarrow file system, path in it) for a local path or a URI."""
     from pyarrow import fs
 
     if "://" in path:
-        filesystem, inner = fs.FileSystem.from_uri(path)
-        return filesystem.open_input_file(inner)
-    return fs.LocalFileSystem().open_input_file(path)
+        return fs.FileSystem.from_uri(path)
+    return fs.LocalFileSystem(), path

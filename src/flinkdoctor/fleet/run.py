@@ -143,7 +143,7 @@ def _findings(spark, events, manifest: Manifest, owner: dict[int, str]):
     from pyspark.sql import functions as F
 
     owners = spark.createDataFrame(list(owner.items()), "sid int, bundle_id string")
-    frame = spark.read.parquet(events.path)
+    frame = events.table(spark)
     found = match_events(frame, detail=False).join(F.broadcast(owners), "sid")
     found = found.persist(StorageLevel.MEMORY_AND_DISK)
     group = Window.partitionBy("bundle_id", "rule")
@@ -284,7 +284,7 @@ def _write_events(spark, lake_dir, run: str, events, owner: dict[int, str], mani
         for (sid, block), offset in block_offsets(events.blocks).items()
     ]
     table = spark.createDataFrame(bases, "sid int, block long, base long, bundle_id string, path string")
-    frame = spark.read.parquet(events.path).join(F.broadcast(table), ["sid", "block"])
+    frame = events.table(spark).join(F.broadcast(table), ["sid", "block"])
     columns = lake.columns("events")
     frame = frame.select(
         (F.col("base") + F.col("first_rel")).alias("line"),
