@@ -36,6 +36,7 @@ EXTEND = 64 * 1024  # first read past a range's end, doubled until the next head
 WORD = re.compile(r"[A-Za-z]+")
 WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
 OUT_EVENTS = 20_000  # events per Arrow batch written
+ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
 
 MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
@@ -98,25 +99,42 @@ def run(
 
 class _EventsFile:
     """One task's Parquet file of events, written under a name Spark skips (`_`) and renamed when whole, so a
-    task Spark retries replaces it and a failed one leaves nothing Spark would read."""
+    task Spark retries replaces it and a failed one leaves nothing Spark would read. Batches are gathered into
+    row groups of about ROW_GROUP_BYTES: a task over thousands of small files would otherwise write thousands
+    of tiny row groups."""
 
     def __init__(self, out_dir: str, task: int):
         self.filesystem, directory = _filesystem(out_dir)
         self.final = f"{directory}/part-{task:05d}.parquet"
         self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
         self.writer: Any = None
+        self.pending: list = []
+        self.pending_bytes = 0
 
     def write(self, batch) -> None:
+        self.pending.append(batch)
+        self.pending_bytes += batch.nbytes
+        if self.pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
+        if not self.pending:
+            return
+        table = pa.Table.from_batches(self.pending)
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.temporary, batch.schema, filesystem=self.filesystem, compression="lz4")
-        self.writer.write_batch(batch)
+            self.writer = pq.ParquetWriter(self.temporary, table.schema, filesystem=self.filesystem, compression="lz4")
+        self.writer.write_table(table, row_group_size=len(table))
+        self.pending, self.pending_bytes = [], 0
 
     def __enter__(self):
         return self
 
     def __exit__(self, failed, *_):
+        if failed is None:
+            self._flush()
         if self.writer is not None:
             self.writer.close()
             if failed is None:
