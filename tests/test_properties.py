@@ -195,7 +195,7 @@ def test_inert_text_holds_nothing_a_terminal_acts_on(text):
 
 
 def test_masking_stays_linear_on_a_long_hostile_line():
-    """The JVM runs the same patterns over kept events; one quadratic pattern stalled a 1 MiB line for minutes."""
+    """The scan tasks run these patterns over kept events; one quadratic pattern stalled a 1 MiB line for minutes."""
     import time
 
     for line in ("y" * (1 << 20), "x://" * (1 << 18), "aB" * (1 << 19), "a:" * (1 << 19)):

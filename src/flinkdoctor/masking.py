@@ -5,8 +5,8 @@ values of keys that Flink itself treats as sensitive (its GlobalConfiguration ma
 secret, token, jaas.config, auth-params, basic-auth, http-headers, api/service/account keys; older Flink and
 forks print the raw value in "Loading configuration property: key, value"), the password of a URL's user-info
 (jdbc:postgresql://user:pw@host), Authorization headers (Bearer / Basic), AWS access key ids, and PEM private-key
-blocks. Each pattern is written once, in the regex dialect Python and Java share, so Spark masks the events
-table with the same patterns (`MASKS_JAVA`).
+blocks. The scan tasks mask the events table's text with the same `mask` before it is written (scanner.py), and
+every view masks what it shows.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ MASKS: tuple[tuple[str, str], ...] = (
     (r"\b((?:AKIA|ASIA)[0-9A-Z]{16})\b", MASK),
 )
 # Every mask above needs one of these in its match, in any case (a sensitive key word only when a key of it is
-# followed by = or :): text without any is left as it is. The Spark tasks flag the events that hold one, with RE2,
-# so the JVM runs the masks (the key=value one reads 3 MB/s) only on those.
+# followed by = or :): text without any is left as it is. The scan tasks flag the events that hold one, with RE2
+# over whole Arrow arrays, and run `mask` only on those.
 _KEY_WORDS = (*_WORDS, "privatekey")
 TRIGGER_RE2 = (
     "(?i)(?:"
@@ -116,12 +116,3 @@ def mask(text: str | None) -> str | None:
         if any(word in lower for word in gate):
             text = pattern.sub(replacement, text)
     return text
-
-
-def mask_column(column):
-    """The same masks as a Spark column expression (Java regex; $1 instead of \\1)."""
-    from pyspark.sql import functions as F
-
-    for pattern, replacement in MASKS:
-        column = F.regexp_replace(column, pattern, re.sub(r"\\(\d)", r"$\1", replacement))
-    return column
