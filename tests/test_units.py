@@ -243,3 +243,20 @@ def test_literals_spanning_two_events_count_for_neither():
 
     pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),))
     assert prefilter.scan(pf, pa.array(["xa", "bx", "ab"])).to_pylist() == [[], [], [0]]
+
+
+@pytest.mark.parametrize(
+    "regex, compiles, problem",
+    [
+        (r"Checkpoint (?<id>\d+) expired", True, None),
+        (r"(x", False, "bad regex '(x'"),
+        (r"(a+)+b", True, "can backtrack catastrophically"),
+    ],
+)
+def test_every_loader_refuses_the_same_regexes(regex, compiles, problem):
+    """Rules, metrics, layouts and shapes all check their regexes with regexes.checked."""
+    from flinkdoctor.regexes import checked
+
+    compiled, found = checked(regex)
+    assert (compiled is not None) == compiles
+    assert (found is None) if problem is None else (found is not None and problem in found)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import RuleError
-from .regexes import nested_quantifier, python_regex
+from .regexes import checked, python_regex
 from .validation import line_of, read_yaml, schema, schema_problems
 
 if TYPE_CHECKING:
@@ -73,14 +73,11 @@ def load_layouts(path: Path | Traversable | None = None) -> tuple[Layout, ...]:
         if raw["id"] in seen:
             problems.append(f"{path}:{line_of(node, [i, 'id'])}: layout id {raw['id']!r} is defined twice")
         seen.add(raw["id"])
-        try:
-            regex = python_regex(raw["header"])
-        except re.error as err:
-            problems.append(f"{where}: bad regex {raw['header']!r}: {err}")
+        regex, problem = checked(raw["header"])
+        if problem:
+            problems.append(f"{where}: {problem}")
+        if regex is None:
             continue
-        danger = nested_quantifier(raw["header"])
-        if danger:
-            problems.append(f"{where}: {raw['header']!r} can backtrack catastrophically: {danger}")
         unknown = set(regex.groupindex) - set(FIELDS)
         if unknown:
             problems.append(f"{where}: unknown named groups {sorted(unknown)} (known: {', '.join(FIELDS)})")

@@ -30,6 +30,17 @@ def python_regex(java: str) -> re.Pattern:
     return re.compile(_python_syntax(java))
 
 
+def checked(java: str) -> tuple[re.Pattern | None, str | None]:
+    """The regex compiled (None when invalid), and what is wrong with it: invalid, or it can backtrack
+    catastrophically. What every loader of regexes (rules, metrics, layouts, shapes) refuses."""
+    try:
+        compiled = python_regex(java)
+    except re.error as err:
+        return None, f"bad regex {java!r}: {err}"
+    danger = nested_quantifier(java)
+    return compiled, (f"{java!r} can backtrack catastrophically: {danger}" if danger else None)
+
+
 def parse(java: str):
     """Python's parse tree (a SubPattern) of a Java regex that python_regex accepts."""
     return sre_parse.parse(_python_syntax(java))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import RuleError
 from .layouts import layout_ids
-from .regexes import nested_quantifier, python_regex
+from .regexes import checked
 from .validation import line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
 from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS
@@ -378,18 +378,15 @@ def _check_regexes(path: Path, node, data: dict, problems: list[str]) -> None:
             if key not in sig:
                 continue
             where = f"{path}:{line_of(node, ['match', i, key])}: match/{i}/{key}"
-            try:
-                regex = python_regex(sig[key])
-            except re.error as err:
-                problems.append(f"{where}: bad regex {sig[key]!r}: {err}")
+            regex, problem = checked(sig[key])
+            if regex is None:
+                problems.append(f"{where}: {problem}")
                 continue
             if regex.match(""):
                 problems.append(f"{where}: {sig[key]!r} matches an empty message")
-            danger = nested_quantifier(sig[key])
-            if danger:
+            if problem:
                 problems.append(
-                    f"{where}: {sig[key]!r} can backtrack catastrophically: {danger}; make the inner "
-                    "quantifier possessive (\\w++) or the repeated part unambiguous"
+                    f"{where}: {problem}; make the inner quantifier possessive (\\w++) or the repeated part unambiguous"
                 )
             for name in regex.groupindex:
                 if not re.fullmatch(r"[a-zA-Z][a-zA-Z0-9]*", name):

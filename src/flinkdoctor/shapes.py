@@ -28,7 +28,7 @@ import yaml
 
 from .errors import RuleError
 from .layouts import load_layouts
-from .regexes import nested_quantifier
+from .regexes import checked
 
 SAMPLE_LINES = 400  # head lines the shape is decided on
 MAX_JOIN_LINES = 200  # a record (CRI/Docker partial lines, a terminal-wrapped JSON object) spans at most this many
@@ -66,13 +66,9 @@ class Shapes:
 
 def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
     """A shape's regex, refused (with where it is) when it is bad or can backtrack catastrophically."""
-    try:
-        compiled = re.compile(regex)
-    except re.error as err:
-        raise RuleError(f"{path}: {where}: bad regex {regex!r}: {err}") from None
-    danger = nested_quantifier(regex)
-    if danger:
-        raise RuleError(f"{path}: {where}: {regex!r} can backtrack catastrophically: {danger}")
+    compiled, problem = checked(regex)
+    if problem or compiled is None:
+        raise RuleError(f"{path}: {where}: {problem}")
     return compiled
 
 

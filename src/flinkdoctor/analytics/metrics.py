@@ -17,7 +17,7 @@ from ..errors import RuleError
 from ..events import block_offsets, file_line
 from ..ingest import Manifest
 from ..prefilter import required_literals
-from ..regexes import nested_quantifier, python_regex
+from ..regexes import checked
 from ..rulebook import Signature
 from ..validation import line_of, read_yaml, schema, schema_problems
 
@@ -66,14 +66,11 @@ def load_metrics() -> tuple[Metric, ...]:
     if not problems:
         for n, item in enumerate(data["metrics"]):
             where = f"{METRICS_FILE}:{line_of(node, ['metrics', n, 'line'])}: {item['id']}"
-            try:
-                pattern = python_regex(item["line"])
-            except re.error as err:
-                problems.append(f"{where}: invalid regex: {err}")
+            pattern, problem = checked(item["line"])
+            if problem:
+                problems.append(f"{where}: {problem}")
+            if pattern is None:
                 continue
-            backtracks = nested_quantifier(item["line"])
-            if backtracks:
-                problems.append(f"{where}: regex may backtrack catastrophically: {backtracks}")
             if not required_literals(Signature(text=item["line"])):
                 problems.append(f"{where}: the regex implies no literal, so the prefilter would pass every event")
             metrics.append(Metric(item["id"], item["measures"], item["line"], pattern))
