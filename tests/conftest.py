@@ -10,6 +10,12 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_state_dir(tmp_path_factory):
+    """flinkdoctor's per-user state (the warm server's file, the rules cache) in this run's folder, not the user's."""
+    os.environ["FLINKDOCTOR_STATE_DIR"] = str(tmp_path_factory.mktemp("user-state"))
+
+
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

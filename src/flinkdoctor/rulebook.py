@@ -18,6 +18,7 @@ from pathlib import Path
 from .errors import RuleError
 from .layouts import layout_ids
 from .regexes import checked
+from .userstate import cached, content_key, store
 from .validation import line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
 from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS
@@ -184,8 +185,20 @@ def builtin_rules_dir() -> Path:
 
 
 def load_rules(extra_dirs: Sequence[str | Path] = (), builtin: bool = True) -> list[Rule]:
-    """Load and check every rule; raise RuleError listing all problems with file:line."""
+    """Load and check every rule; raise RuleError listing all problems with file:line.
+
+    Rules that passed are kept in the user's cache (userstate.py) under a digest of the package and the rule
+    folders, so an unchanged rulebook is not checked again on the next run."""
     dirs = ([builtin_rules_dir()] if builtin else []) + [Path(d) for d in extra_dirs]
+    key = content_key(d.resolve() for d in dirs)
+    if (rules := cached("rules", key)) is not None:
+        return rules
+    rules = _load(dirs)
+    store("rules", key, rules)
+    return rules
+
+
+def _load(dirs: list[Path]) -> list[Rule]:
     problems: list[str] = []
     sets: dict[str, _RawSet] = {}
     files: list[Path] = []

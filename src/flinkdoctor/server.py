@@ -2,8 +2,13 @@
 
 PySpark 4 ships the server (spark-connect jar) and the client; starting Spark and its Python workers is most of
 a small bundle's time, and a client attaches in well under a second. `flinkdoctor server start` runs the server
-in the background on this machine (local[*], the same settings as a cold session) and records its process and
-port in a state file; `diagnose` uses it while it runs, or any server named with `--remote sc://host:port`.
+in the background on this machine (local[*], the same settings as a cold session) and records its process, port
+and one Spark Connect session id in a state file; `diagnose` uses it while it runs, or any server named with
+`--remote sc://host:port`.
+
+Every diagnose attaches to that one session, which the server keeps for good: a new session would start new
+Python workers (Spark Connect keeps each session's workers apart), about a second of every run. The session is
+replaced when flinkdoctor's code changes (its workers hold the modules they imported) or a client closed it.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from .errors import UsageError
+from .userstate import content_key, state_dir
 
 DEFAULT_PORT = 15002
 CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -25,12 +32,11 @@ START_TIMEOUT_S = 120
 
 
 def state_file() -> Path:
-    base = os.environ.get("FLINKDOCTOR_STATE_DIR") or os.environ.get("XDG_STATE_HOME") or Path.home() / ".cache"
-    return Path(base) / "flinkdoctor" / "server.json"
+    return state_dir() / "server.json"
 
 
 def status() -> dict | None:
-    """The running server's {pid, port, url, log}, or None (a stale state file is removed)."""
+    """The running server's {pid, port, url, session, code, log}, or None (a stale state file is removed)."""
     path = state_file()
     try:
         state = json.loads(path.read_text("utf-8"))
@@ -42,8 +48,29 @@ def status() -> dict | None:
 
 
 def running_url() -> str | None:
+    """The running server's address with the shared session, sc://localhost:port/;session_id=...; a new session
+    when flinkdoctor's code changed since (the session's Python workers would still run the old modules)."""
     state = status()
-    return state["url"] if state else None
+    if not state:
+        return None
+    if state.get("code") != content_key(()):
+        state = _new_session(state)
+    return f"{state['url']}/;session_id={state['session']}"
+
+
+def renew_session() -> str | None:
+    """A new shared session, when the recorded one was closed (a client stopped it): the URL to use now."""
+    state = status()
+    if not state:
+        return None
+    state = _new_session(state)
+    return f"{state['url']}/;session_id={state['session']}"
+
+
+def _new_session(state: dict) -> dict:
+    state = {**state, "session": str(uuid.uuid4()), "code": content_key(())}
+    state_file().write_text(json.dumps(state), "utf-8")
+    return state
 
 
 def start(port: int = DEFAULT_PORT) -> dict:
@@ -63,6 +90,7 @@ def start(port: int = DEFAULT_PORT) -> dict:
         **session_conf(),
         "spark.connect.grpc.binding.port": str(port),
         "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.session.manager.defaultSessionTimeout": "-1",  # the shared session and its workers stay
     }
     driver_memory = conf.pop("spark.driver.memory")
     command = [
@@ -85,7 +113,14 @@ def start(port: int = DEFAULT_PORT) -> dict:
     }
     with open(log, "ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=out, env=env, start_new_session=True)
-    state = {"pid": process.pid, "port": port, "url": f"sc://localhost:{port}", "log": str(log)}
+    state = {
+        "pid": process.pid,
+        "port": port,
+        "url": f"sc://localhost:{port}",
+        "session": str(uuid.uuid4()),
+        "code": content_key(()),
+        "log": str(log),
+    }
     path.write_text(json.dumps(state), "utf-8")
     deadline = time.monotonic() + START_TIMEOUT_S
     while not _listening(port):

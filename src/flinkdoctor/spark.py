@@ -21,12 +21,10 @@ _LOG: dict[str, Path | bool] = {}
 def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remote: str | None = None):
     from pyspark.sql import SparkSession
 
-    if remote is None and master is None and not os.environ.get("SPARK_ENV_LOADED"):
-        from .server import running_url
-
-        remote = running_url()
     if remote:
         return SparkSession.builder.remote(remote).getOrCreate()
+    if master is None and not os.environ.get("SPARK_ENV_LOADED") and (shared := _server_session()) is not None:
+        return shared
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     builder = SparkSession.builder.appName(app_name)
     if master or not os.environ.get("SPARK_ENV_LOADED") and "spark.master" not in _submit_conf():
@@ -36,6 +34,29 @@ def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remo
     with _jvm_output_to_log():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _server_session():
+    """The session of the server `flinkdoctor server start` runs, if one runs; a new one if that was closed."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    from .server import renew_session, running_url
+
+    url = running_url()
+    if url is None:
+        return None
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    try:
+        _ = spark.version  # one round trip: a closed session answers INVALID_HANDLE.SESSION_CLOSED at once
+    except PySparkException as err:
+        if "SESSION_CLOSED" not in str(err) or (url := renew_session()) is None:
+            raise
+        # nothing to release on the server: stop only drops the client and its role as the default session
+        spark.release_session_on_close = False  # type: ignore[attr-defined]
+        spark.stop()
+        spark = SparkSession.builder.remote(url).getOrCreate()
     return spark
 
 

@@ -1,0 +1,73 @@
+"""The user's rulebook cache: a hit gives the rules that were checked, any change to a rule file is a miss, and a
+cache file that is broken or that others can write is never read."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from flinkdoctor import rulebook
+from flinkdoctor.errors import RuleError
+from flinkdoctor.rulebook import load_rules
+from flinkdoctor.userstate import state_dir
+
+RULE = (
+    "id: cache-probe\ntitle: {title}\ncategory: other\nrole: cause\n"
+    "match:\n  - text: 'Something happened'\nexplanation: Something long enough to pass.\n"
+    "references: [x]\nfix: [{{text: nothing}}]\ngap: none\ncases: []\n"
+)
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "state"))
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "cache-probe.yaml").write_text(RULE.format(title="The first title"))
+    return rules
+
+
+def _title(rules) -> str:
+    return next(r.title for r in rules if r.id == "cache-probe")
+
+
+def _no_checking(monkeypatch):
+    def fail(dirs):
+        raise AssertionError("the rule files were checked again")
+
+    monkeypatch.setattr(rulebook, "_load", fail)
+
+
+def test_an_unchanged_rulebook_comes_from_the_cache(state, monkeypatch):
+    first = load_rules([state])
+    assert [p.name.split("-")[0] for p in state_dir().glob("*.pickle")] == ["rules"]
+    _no_checking(monkeypatch)
+    again = load_rules([state])
+    assert [r.id for r in again] == [r.id for r in first] and _title(again) == "The first title"
+
+
+def test_a_changed_rule_file_is_checked_again(state):
+    load_rules([state])
+    (state / "cache-probe.yaml").write_text(RULE.format(title="A second title"))
+    assert _title(load_rules([state])) == "A second title"
+    assert len(list(state_dir().glob("rules-*.pickle"))) == 1  # the stale entry is gone
+
+
+def test_broken_or_foreign_cache_files_are_not_read(state, monkeypatch):
+    load_rules([state])
+    (cache,) = state_dir().glob("rules-*.pickle")
+    cache.write_bytes(b"not a pickle")
+    assert _title(load_rules([state])) == "The first title"
+    os.chmod(cache, 0o664)  # writable by the group: someone else could have put it there
+    _no_checking(monkeypatch)
+    with pytest.raises(AssertionError, match="checked again"):
+        load_rules([state])
+
+
+def test_bad_rules_are_never_cached(state):
+    (state / "cache-probe.yaml").write_text("id: cache-probe\n")
+    for _ in range(2):
+        with pytest.raises(RuleError):
+            load_rules([state])
+    assert not list(state_dir().glob("rules-*.pickle"))
