@@ -2,7 +2,8 @@
 
 A finding keeps a few instances as evidence; a trend or a percentile needs every completed checkpoint. The metrics'
 literals join the rules' in the prefilter (so the INFO lines they read reach the events table), and the scan
-tasks run their regexes on each line of the events that hold them (matcher.py); one Spark pass reads the measures.
+tasks run their regexes on each line of the events that hold them (matcher.py); Spark keeps, for the driver, one
+line per checkpoint.
 """
 
 from __future__ import annotations
@@ -96,15 +97,11 @@ def _columns(table) -> list[list]:
 
 
 def extract(events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest) -> list[Measure]:
-    """Every line a metric matched: the scan tasks measured them (matcher.py); one Spark pass reads them."""
-    from pyspark.sql import functions as F
-
+    """The measured lines the analytics read: the scan tasks measured every line (matcher.py), and Spark keeps
+    what `_reduced` says of each kind, so the driver holds one line per checkpoint, not one per log line."""
     if not metrics:
         return []
-    measured = events.where(F.size("measures") > 0).select(
-        "sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
-    )
-    table = measured.select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()  # one job, columnar
+    table = _reduced(events, metrics).toArrow()  # one job, columnar
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     found = []
@@ -125,3 +122,47 @@ def extract(events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifes
         )
     found.sort(key=lambda m: (m.sid, m.line))
     return found
+
+
+CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-declined", "checkpoint-failed")
+
+
+def _reduced(events, metrics: tuple[Metric, ...]):
+    """One measured line per group, the first in the group's order (a hash aggregate, combined in the tasks):
+
+    - a trigger: one per job and checkpoint, the last line (a later trigger of the same number wins);
+    - a checkpoint's end (completed, expired, declined, failed) and a timed storage close: one per job, checkpoint
+      and kind, a line that gives the duration first, then file order;
+    - a configuration property: one per key and value, the earliest;
+    - where checkpoints are stored (a chk-N path, the memory backend): the first line of each.
+    The checkpoint analytics merge these per checkpoint as they would every line (checkpoints._merge).
+    """
+    from pyspark.sql import functions as F
+
+    kind = F.create_map(*[F.lit(x) for n, m in enumerate(metrics) for x in (n, m.measures)])[F.col("m.metric")]
+    captures = F.col("m.captures")
+    job = F.coalesce(captures["job"], F.col("m.job"), F.lit(""))
+    key = F.coalesce(captures["key"], F.lit(""))
+    value = F.trim(F.coalesce(captures["value"], F.lit("")))
+    group = (
+        F.when(kind == "checkpoint-trigger", F.concat_ws("\0", kind, job, captures["checkpoint"]))
+        .when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), F.concat_ws("\0", kind, job, captures["checkpoint"]))
+        .when(kind == "config-property", F.concat_ws("\0", kind, key, value))
+        .otherwise(kind)
+    )
+    sid, block, line = F.col("sid").cast("long"), F.col("block").cast("long"), (F.col("first_rel") + F.col("m.idx"))
+    first = F.when(kind == "config-property", F.coalesce(F.unix_micros("time"), F.lit(-(2**63))))
+    first = first.when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), captures["duration_ms"].isNull().cast("long"))
+    last = kind == "checkpoint-trigger"  # the last line: file order reversed
+    order = F.struct(
+        F.coalesce(first, F.lit(0)).alias("k0"),
+        F.when(last, -sid).otherwise(sid).alias("k1"),
+        F.when(last, -block).otherwise(block).alias("k2"),
+        F.when(last, -line).otherwise(line).cast("long").alias("k3"),
+    )
+    measured = events.where(F.size("measures") > 0).select(
+        "sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
+    )
+    row = F.struct("sid", "block", "first_rel", "time", "host", "m")
+    kept = measured.groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
+    return kept.select("r.sid", "r.block", "r.first_rel", "r.time", "r.host", "r.m.*")
