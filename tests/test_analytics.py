@@ -258,3 +258,38 @@ def test_metrics_feed_the_prefilter_after_the_rules():
     assert len(both.signatures) == len(alone.signatures) + len(metrics)
     assert all(both.signatures[len(alone.signatures) :])  # every metric has literals
     assert all(re.compile(m.pattern.pattern) for m in metrics)
+
+
+def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
+    """The driver gets one measured line per checkpoint (Spark reduces them), wherever else the lines repeat: the
+    JobManager log of a real run given twice gives the points of one copy, at the first copy's lines."""
+    from flinkdoctor.analytics import extract, load_metrics
+    from flinkdoctor.events import build_events
+    from flinkdoctor.ingest import ingest
+    from flinkdoctor.matcher import build_matcher
+
+    (log,) = unpacked(LAB / "1.20.3" / "healthy.tar.gz", tmp_path / "run").glob("*/log/*standalonesession*.log")
+    (tmp_path / "once").mkdir()
+    (tmp_path / "once" / "jobmanager.log").write_bytes(log.read_bytes())
+    (tmp_path / "twice" / "again").mkdir(parents=True)
+    (tmp_path / "twice" / "jobmanager.log").write_bytes(log.read_bytes())
+    (tmp_path / "twice" / "again" / "jobmanager.log").write_bytes(log.read_bytes())
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics))
+    measured = {}
+    for name in ("once", "twice"):
+        manifest = ingest([tmp_path / name], tmp_path / f"work-{name}")
+        events = build_events(spark, manifest, tmp_path / f"work-{name}", matcher.prefilter, matcher=matcher)
+        table = events.table(spark)
+        lines = table.selectExpr("sum(size(measures))").first()[0]
+        found = extract(table, metrics, events.blocks, manifest)
+        measured[name] = (lines, [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found])
+    (lines_once, once), (lines_twice, twice) = measured["once"], measured["twice"]
+    assert lines_twice == 2 * lines_once
+    assert len([m for m in once if m[0] == "checkpoint-completed-with-finalization"]) >= 3
+
+    def triggers(found, trigger=True):
+        return [m for m in found if (m[0] == "checkpoint-triggered") == trigger]
+
+    assert triggers(twice, False) == triggers(once, False)  # the first copy's lines (sid 0), none of the second
+    assert [(m[1], m[2]) for m in triggers(twice)] == [(1, m[2]) for m in triggers(once)]  # a trigger: the last
