@@ -218,3 +218,35 @@ def test_cli_writes_html_and_markdown_and_keeps_sparks_output_away(tmp_path):
     assert result.stdout.startswith("# flinkdoctor report\n") and "## Root cause 1: Kernel soft lockup" in result.stdout
     assert "Kernel soft lockup froze the host" in target.read_text(encoding="utf-8")
     assert not list(Path(tmp_path).glob("flinkdoctor-spark-*.log"))
+
+
+def test_a_long_checkpoint_series_is_drawn_thinned_with_its_extremes():
+    """A week of one-minute checkpoints (10,080 points) is drawn as each span's lowest and highest point: the
+    chart stays small, the one slow checkpoint and the fastest still show, and the legend says so."""
+    from datetime import datetime, timedelta
+
+    from flinkdoctor.views.charts import MOST_DRAWN, checkpoint_charts, thin
+
+    start = datetime(2026, 3, 1)
+    points = [(start + timedelta(minutes=i), 1000.0 + i % 7) for i in range(7 * 24 * 60)]
+    points[5000] = (points[5000][0], 95_123.0)
+    drawn = thin(points)
+    assert len(drawn) <= MOST_DRAWN and drawn == sorted(drawn)
+    assert max(v for _, v in drawn) == 95_123.0 and min(v for _, v in drawn) == 1000.0
+    assert thin(points[:100]) == points[:100]  # short series: every point
+
+    series = [
+        {
+            "id": i,
+            "time": t.isoformat(),
+            "status": "completed",
+            "duration_ms": v,
+            "size_bytes": None,
+            "stage": "checkpoint",
+        }
+        for i, (t, v) in enumerate(points)
+    ]
+    (job,) = checkpoint_charts({"checkpoints": {"jobs": [{"job": "j", "series": series, "summary": []}]}})
+    (chart,) = job["charts"]
+    assert "95123" in chart.replace(",", "") and "10,080 points" in chart
+    assert chart.count("<circle") <= MOST_DRAWN + 10

@@ -208,7 +208,7 @@ class CheckpointJob:
     """The checkpoint analytics of one job."""
 
     job: str  # the job id (or "unknown job" when the lines name none)
-    series: list[CheckpointPoint]  # in time order; every point found, not a sample
+    series: list[CheckpointPoint]  # time order; one per checkpoint and stage, not a sample (charts thin it)
     counts: dict[str, int]  # per status
     timeout: Limit | None
     interval: Limit | None

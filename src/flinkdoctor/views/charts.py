@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 SVG = "{http://www.w3.org/2000/svg}"
+MOST_DRAWN = 1200  # points of one series a chart draws; a longer series is thinned to each span's extremes
 
 
 def _when(text: str | None) -> datetime | None:
@@ -54,14 +55,35 @@ def line_chart(
     )
     times = [t for points in series.values() for t, _ in points] + [t for t, _ in failures]
     for name, points in series.items():
-        chart.add(name, sorted(points))
+        chart.add(_label(name, points), thin(points))
     if failures:
-        chart.add("failed / expired", sorted(failures), stroke=False, dots_size=5)
+        chart.add(_label("failed / expired", failures), thin(failures), stroke=False, dots_size=5)
     if times:
         for name, value in limits.items():
             ends = [(min(times), value), (max(times), value)]
             chart.add(name, ends, show_dots=False, stroke_style={"dasharray": "6"})
     return strip_scripts(chart.render_tree())
+
+
+def thin(points: list[tuple[datetime, float]], most: int = MOST_DRAWN) -> list[tuple[datetime, float]]:
+    """The points in time order; more than `most` are cut into most/2 equal time spans, each drawn by its lowest
+    and highest point, so a spike or a dip stays visible while a week of checkpoints stays a drawable chart (the
+    report's JSON keeps every point)."""
+    ordered = sorted(points)
+    if len(ordered) <= most:
+        return ordered
+    spans = most // 2
+    start, width = ordered[0][0], (ordered[-1][0] - ordered[0][0]) / spans
+    extremes: dict[int, tuple[tuple[datetime, float], tuple[datetime, float]]] = {}
+    for point in ordered:
+        span = min(int((point[0] - start) / width), spans - 1) if width else 0
+        low, high = extremes.get(span, (point, point))
+        extremes[span] = (point if point[1] < low[1] else low, point if point[1] > high[1] else high)
+    return sorted({p for pair in extremes.values() for p in pair})
+
+
+def _label(name: str, points: list) -> str:
+    return name if len(points) <= MOST_DRAWN else f"{name} ({len(points):,} points; each span's lowest and highest)"
 
 
 def strip_scripts(tree) -> str:
