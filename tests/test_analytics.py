@@ -262,8 +262,9 @@ def test_metrics_feed_the_prefilter_after_the_rules():
 
 def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
     """The driver gets one measured line per checkpoint (Spark reduces them), wherever else the lines repeat: the
-    JobManager log of a real run given twice gives the points of one copy, at the first copy's lines."""
-    from flinkdoctor.analytics import extract, load_metrics
+    JobManager log of a real run given twice gives the points of one copy, at the first copy's lines; and the
+    analytics of the reduced lines are those of every line."""
+    from flinkdoctor.analytics import analyse, extract, load_metrics
     from flinkdoctor.events import build_events
     from flinkdoctor.ingest import ingest
     from flinkdoctor.matcher import build_matcher
@@ -282,8 +283,11 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
         events = build_events(spark, manifest, tmp_path / f"work-{name}", matcher.prefilter, matcher=matcher)
         table = events.table(spark)
         lines = table.selectExpr("sum(size(measures))").first()[0]
-        found = extract(table, metrics, events.blocks, manifest)
+        found = extract(table, metrics, events.blocks, manifest)  # reduced in Spark, whatever the count
         measured[name] = (lines, [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found])
+        every = extract(table, metrics, events.blocks, manifest, lines)  # few: every line, merged by the analytics
+        assert len(every) == lines > len(found)
+        assert analyse(every, manifest, None).checkpoints == analyse(found, manifest, None).checkpoints
     (lines_once, once), (lines_twice, twice) = measured["once"], measured["twice"]
     assert lines_twice == 2 * lines_once
     assert len([m for m in once if m[0] == "checkpoint-completed-with-finalization"]) >= 3

@@ -50,7 +50,7 @@ class Times:
 class EventsResult:
     path: str  # events Parquet
     blocks: dict  # sid -> [(block_start, lines)], in file order
-    stats: dict  # sid -> {"lines", "unparsed"}; "events" -> number of events; "matched" -> (event, rule) matches
+    stats: dict  # sid -> {"lines", "unparsed"}; "events", "matched" ((event, rule) matches), "measured" (lines)
     times: Times = field(default_factory=Times)
 
     def table(self, spark):
@@ -131,14 +131,14 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     """Lines per range (to number lines), per source its lines and unparsed lines, and the events."""
     blocks: dict[int, list[tuple[int, int]]] = {}
     stats: dict = {s.id: {"lines": 0, "unparsed": 0} for s in sources}
-    events = matched = 0
+    totals = dict.fromkeys(("events", "matched", "measured"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
         stats[row["sid"]]["lines"] += row["lines"]
         stats[row["sid"]]["unparsed"] += row["unparsed"]
-        events += row["events"]
-        matched += row["matched"]
-    stats["events"], stats["matched"] = events, matched
+        for key in totals:
+            totals[key] += row[key]
+    stats.update(totals)
     return blocks, stats
 
 

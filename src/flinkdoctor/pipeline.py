@@ -77,7 +77,7 @@ def _run(
     table = events.table(spark)
     findings, counts = collect_findings(table, events.blocks, manifest, events.stats.get("matched"))
     timings["findings_s"] = round(time.perf_counter() - started, 3)
-    measures = extract(table, metrics, events.blocks, manifest)
+    measures = extract(table, metrics, events.blocks, manifest, events.stats.get("measured"))
 
     by_id = {rule.id: rule for rule in rules}
     version, version_source = (

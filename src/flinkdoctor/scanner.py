@@ -46,7 +46,7 @@ STORED_SCHEMA = (
     f"measures {MEASURES}, ts string, level string, logger string, thread string, host string, uptime double, "
     "message string, text string"
 )
-COUNTS = ("lines", "unparsed", "events", "matched")
+COUNTS = ("lines", "unparsed", "events", "matched", "measured")
 OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
 
 
@@ -68,7 +68,7 @@ class Part:
 @dataclass(frozen=True)
 class PartStats:
     """What a part counted: its lines, the lines in no event (before a file's first header), its events, and
-    the (event, rule) matches among them."""
+    the (event, rule) matches among them and the lines metrics measured."""
 
     sid: int
     block: int
@@ -76,6 +76,7 @@ class PartStats:
     unparsed: int
     events: int
     matched: int = 0
+    measured: int = 0
 
 
 def run(
@@ -164,13 +165,14 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     import pyarrow.compute as pc
 
     events = _Events(part, data, starts, owned, piece)
-    matched = 0
+    matched = measured = 0
     for batch in events.kept(prefilter, matcher):
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
+        measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
         yield batch
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
-    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched)
+    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured)
 
 
 class _Events:
