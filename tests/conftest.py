@@ -14,6 +14,7 @@ DATA = Path(__file__).parent / "data"
 def _own_state_dir(tmp_path_factory):
     """flinkdoctor's per-user state (the warm server's file, the rules cache) in this run's folder, not the user's."""
     os.environ["FLINKDOCTOR_STATE_DIR"] = str(tmp_path_factory.mktemp("user-state"))
+    os.environ["FLINKDOCTOR_JVM_ARCHIVE"] = "0"  # no class archive written at the run's exit (test_jvm.py tests it)
 
 
 @pytest.fixture(scope="session")

@@ -66,7 +66,7 @@ def _run(
     if spark is None:
         from .spark import spark_session
 
-        spark = spark_session()
+        spark = spark_session(input_bytes=sum(s.size for s in manifest.sources if not s.derived))
     timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
 
     metrics = load_metrics()

@@ -18,8 +18,14 @@ from pathlib import Path
 _LOG: dict[str, Path | bool] = {}
 
 
-def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remote: str | None = None):
+def spark_session(
+    master: str | None = None, app_name: str = "flinkdoctor", remote: str | None = None, input_bytes: int | None = None
+):
+    """The session; `input_bytes`, when known, tunes a JVM this call starts to the input's size (jvm.py)."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    from .jvm import java_options
 
     if remote:
         return SparkSession.builder.remote(remote).getOrCreate()
@@ -29,7 +35,13 @@ def spark_session(master: str | None = None, app_name: str = "flinkdoctor", remo
     builder = SparkSession.builder.appName(app_name)
     if master or not os.environ.get("SPARK_ENV_LOADED") and "spark.master" not in _submit_conf():
         builder = builder.master(master or "local[*]")
-    for key, value in session_conf().items():
+    conf = session_conf()
+    starts_jvm = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
+    if starts_jvm and "spark.driver.extraJavaOptions" not in conf:
+        options = java_options(conf["spark.driver.memory"], input_bytes)
+        if options:
+            conf["spark.driver.extraJavaOptions"] = options
+    for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_output_to_log():
         spark = builder.getOrCreate()

@@ -1,0 +1,62 @@
+"""Spark's JVM started with a class archive: the first local run writes it at exit, later runs map it, and only
+a whole archive is ever mapped (a part-written one would crash the JVM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import DATA
+from flinkdoctor import jvm
+
+SEED = DATA / "seeds" / "000"
+
+
+def test_options_by_input_size_and_archive(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "0")
+    assert jvm.java_options("3g", 1000) == "-XX:TieredStopAtLevel=1"  # a small input: the quick JIT tier only
+    assert jvm.java_options("3g", jvm.SHORT_RUN_BYTES) == ""
+    assert jvm.java_options("3g", None) == ""
+    monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "1")
+    monkeypatch.setattr(jvm, "_start_writing", lambda key: tmp_path / "writing")
+    assert jvm.java_options("3g", None) == f"-XX:ArchiveClassesAtExit={tmp_path / 'writing'}"
+    key = jvm._key("3g")
+    folder = tmp_path / "flinkdoctor"
+    folder.mkdir()
+    (folder / f"jvm-{key}-99.jsa").write_bytes(b"x" * 50)  # cut short: its name says 99 bytes
+    assert jvm.java_options("3g", None).startswith("-XX:ArchiveClassesAtExit=")
+    (folder / f"jvm-{key}-50.jsa").write_bytes(b"x" * 50)
+    assert jvm.java_options("3g", None) == f"-XX:SharedArchiveFile={folder / f'jvm-{key}-50.jsa'}"
+    assert jvm._key("3g") != jvm._key("8g")  # another heap size, another archive
+
+
+def test_the_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
+    env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path), "FLINKDOCTOR_JVM_ARCHIVE": "1"}
+    answers = []
+    for n in range(2):
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "flinkdoctor",
+                "diagnose",
+                str(SEED),
+                "--format",
+                "json",
+                "--work-dir",
+                str(tmp_path / f"work{n}"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr[-2000:]
+        answers.append([root["rule"] for root in json.loads(run.stdout)["root_causes"]])
+        (archive,) = (tmp_path / "flinkdoctor").glob("jvm-*.jsa")
+        assert archive.stat().st_size == int(archive.stem.rsplit("-", 1)[1]) > 10_000_000
+        assert not list((tmp_path / "flinkdoctor").glob("_jvm-*"))  # nothing half-written left
+    assert answers[0] == answers[1] == ["checkpoint-storage-slow-write"]
