@@ -5,6 +5,8 @@
 Every size in one run, each in fresh processes: grep, Spark's whole-process floor (session, then
 `spark.read.text(files).filter(contains("Caused by")).count()`), and `flinkdoctor diagnose`; then a seed-sized
 bundle cold (a fresh diagnose process against a fresh process of Spark session + one trivial job).
+The floor and the baseline are plain Spark (FLINKDOCTOR_JVM_ARCHIVE=0); each is also timed with flinkdoctor's
+class archive (jvm.py), which a first, untimed-for-the-goals run writes, as a machine's first run does.
 Run it under the heavy lock (flock /tmp/flinkdoctor-heavy.lock ...).
 
 The bundle is made of the events of real Flink logs (the fault lab's recorded runs and the seed write-ups):
@@ -167,13 +169,27 @@ def run_size(label: str, out: Path, keep: bool, py: str, env: dict) -> dict:
     results["grep_5_alternatives_s"], _, _ = timed(
         ["grep", "-c", "-E", "Exception|expired before|lost the leadership|soft lockup|Heartbeat of", *map(str, files)]
     )
-    seconds, floor_rss, floor = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=env)
+    seconds, floor_rss, floor = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=plain(env))
     session_s, scan_s, _ = floor.stdout.split()
     results.update(
         floor_s=seconds, floor_session_s=float(session_s), floor_scan_s=float(scan_s), floor_jvm_rss=floor_rss.java
     )
+    results["floor_with_archive_s"], _, _ = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=env)
     results.update(diagnose(bundle, out, py, env))
     return results
+
+
+def plain(env: dict) -> dict:
+    """Spark as it starts without flinkdoctor's class archive (jvm.py): the floor and the baseline's own terms."""
+    return {**env, "FLINKDOCTOR_JVM_ARCHIVE": "0"}
+
+
+def first_run(out: Path, py: str, env: dict) -> float:
+    """A machine's first local run: it writes the class archive (jvm.py) that the timed runs then map."""
+    for old in (out / "state-cold" / "flinkdoctor").glob("jvm-*.jsa"):
+        old.unlink()
+    seconds, _, _ = timed([py, "-m", "flinkdoctor", "diagnose", str(SEED), "--format", "json"], env=env)
+    return seconds
 
 
 def diagnose(bundle: Path, out: Path, py: str, env: dict, extra: tuple[str, ...] = ()) -> dict:
@@ -194,9 +210,17 @@ def diagnose(bundle: Path, out: Path, py: str, env: dict, extra: tuple[str, ...]
 
 
 def seed_cold(out: Path, py: str, env: dict) -> dict:
-    trivial, _, _ = timed([py, "-c", TRIVIAL_JOB], env=env)
+    trivial, _, _ = timed([py, "-c", TRIVIAL_JOB], env=plain(env))
+    with_archive, _, _ = timed([py, "-c", TRIVIAL_JOB], env=env)
     cold = diagnose(SEED, out, py, env)
-    return {"seed": SEED.name, "session_trivial_job_s": trivial, **cold}
+    without = diagnose(SEED, out, py, plain(env))
+    return {
+        "seed": SEED.name,
+        "session_trivial_job_s": trivial,
+        "session_trivial_job_with_archive_s": with_archive,
+        "diagnose_without_archive_s": without["diagnose_s"],
+        **cold,
+    }
 
 
 def seed_warm(out: Path, py: str, env: dict, runs: int = 3) -> dict:
@@ -230,8 +254,11 @@ def main() -> None:
     env = {
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PATH": "/usr/bin:/bin",
+        "FLINKDOCTOR_STATE_DIR": str(out / "state-cold"),
         **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF", "JAVA_HOME") if k in os.environ},
     }
+    first = first_run(out, py, env)
+    print(json.dumps({"first_run_s": first}), flush=True)
     rows = []
     for label in args.sizes.split(","):
         rows.append(run_size(label, out, args.keep, py, env))
@@ -261,6 +288,13 @@ def main() -> None:
         f"\nseed {seed['seed']} cold: diagnose {seed['diagnose_s']:.1f} s, session + trivial job "
         f"{seed['session_trivial_job_s']:.1f} s ({seed['diagnose_s'] / seed['session_trivial_job_s']:.2f}x)"
     )
+    print(
+        f"with the class archive: session + trivial job {seed['session_trivial_job_with_archive_s']:.1f} s "
+        f"({seed['diagnose_s'] / seed['session_trivial_job_with_archive_s']:.2f}x); diagnose without it "
+        f"{seed['diagnose_without_archive_s']:.1f} s; a machine's first run (writes the archive) {first:.1f} s"
+    )
+    for r in rows:
+        print(f"{r['size']} floor with the class archive: {r['floor_with_archive_s']:.1f} s")
     print(f"seed warm (server started in {warm['server_start_s']:.1f} s): {warm.get('warm_s') or warm.get('error')}")
     print(f"same root causes cold and warm: {warm.get('root_causes') == seed['root_causes']}")
 
