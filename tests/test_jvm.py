@@ -31,6 +31,8 @@ def test_options_by_input_size_and_archive(tmp_path, monkeypatch):
     (folder / f"jvm-{key}-50.jsa").write_bytes(b"x" * 50)
     assert jvm.java_options("3g", None) == f"-XX:SharedArchiveFile={folder / f'jvm-{key}-50.jsa'}"
     assert jvm._key("3g") != jvm._key("8g")  # another heap size, another archive
+    os.chmod(folder / f"jvm-{key}-50.jsa", 0o666)  # others could have written it: never mapped
+    assert jvm.java_options("3g", None).startswith("-XX:ArchiveClassesAtExit=")
 
 
 def test_the_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):

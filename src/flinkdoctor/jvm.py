@@ -19,6 +19,7 @@ import atexit
 import hashlib
 import os
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -59,10 +60,14 @@ def _key(driver_memory: str) -> str | None:
 
 
 def _archive(key: str) -> Path | None:
-    """The whole archive for `key`: its size is the one written in its name when it was renamed."""
+    """The whole archive for `key`: its size is the one written in its name when it was renamed, and only this
+    user can have written it (the JVM maps it as its own code)."""
     for path in state_dir().glob(f"jvm-{key}-*.jsa"):
         try:
-            if path.stat().st_size == int(path.stem.rsplit("-", 1)[1]):
+            info = path.stat()
+            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                continue
+            if info.st_size == int(path.stem.rsplit("-", 1)[1]):
                 return path
         except (OSError, ValueError):
             continue
