@@ -297,3 +297,31 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
 
     assert triggers(twice, False) == triggers(once, False)  # the first copy's lines (sid 0), none of the second
     assert [(m[1], m[2]) for m in triggers(twice)] == [(1, m[2]) for m in triggers(once)]  # a trigger: the last
+
+
+def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, monkeypatch):
+    """Above FEW matches, a window over their keys counts them and picks each rule's earliest and latest
+    instances: the same counts, and the same findings as the one-job path for a rule with few enough."""
+    from flinkdoctor import match
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.events import build_events
+    from flinkdoctor.ingest import ingest
+    from flinkdoctor.matcher import build_matcher
+
+    manifest = ingest([LAB / "1.20.3" / "checkpoint-timeout.tar.gz"], tmp_path)
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
+    events = build_events(spark, manifest, tmp_path, matcher.prefilter, matcher=matcher)
+    table, matched = events.table(spark), events.stats["matched"]
+    few = match.collect_findings(table, events.blocks, manifest, matched)
+    monkeypatch.setattr(match, "FEW", 0)
+    many = match.collect_findings(table, events.blocks, manifest, matched)
+    assert many[1] == few[1] and sum(few[1].values()) == matched > 0
+
+    def of(findings, rule):
+        return sorted((f.sid, f.line, f.text, f.job_id, f.checkpoint_id) for f in findings if f.rule == rule)
+
+    for rule, n in few[1].items():
+        chosen, every = of(many[0], rule), of(few[0], rule)
+        assert len(chosen) == min(n, 2 * match.KEEP_PER_RULE) and set(chosen) <= set(every)
+        if n <= 2 * match.KEEP_PER_RULE:
+            assert chosen == every

@@ -96,41 +96,35 @@ def match_events(events, detail: bool = True):
     )
 
 
-def collect_findings(
-    events, blocks: dict, manifest: Manifest, matched: int | None = None
-) -> tuple[list[Finding], dict[str, int]]:
+def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> tuple[list[Finding], dict[str, int]]:
     """Every rule's exact count, and its earliest and latest instances in detail.
 
-    When the scan counted `matched` matches and they are few, one job reads them all in detail. Otherwise the
-    matches are read twice: their keys for the counts and the choice of instances (kept in memory), then just
-    the chosen events in detail. The entities are regexes over whole stack traces: taken for every match they
-    would cost more than the matching itself.
+    The scan tasks counted the `matched` (event, rule) matches. When they are few, one job reads them all in
+    detail; else one window over their keys gives the counts and chooses the instances, and a second job reads
+    just the chosen events in detail. The entities are regexes over whole stack traces: taken for every match
+    they would cost more than the matching itself.
     """
-    from pyspark import StorageLevel
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    if matched is not None and matched <= FEW:
+    if matched <= FEW:
         detailed = match_events(events).collect() if matched else []
         counts: dict[str, int] = {}
         for row in detailed:
             counts[row.rule] = counts.get(row.rule, 0) + 1
         return _findings(detailed, blocks, manifest), counts
-    found = match_events(events, detail=False).persist(StorageLevel.MEMORY_AND_DISK)
-    rows = found.limit(FEW + 1).collect()  # one stage, no shuffle: the usual case
-    if len(rows) > FEW:
-        order = Window.partitionBy("rule").orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
-        ranked = found.withColumn("rn", F.row_number().over(order)).withColumn(
-            "cnt", F.count(F.lit(1)).over(Window.partitionBy("rule"))
-        )
-        rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
-        counts = {row.rule: row.cnt for row in rows}
-    else:
-        counts = {}
-        for row in rows:
-            counts[row.rule] = counts.get(row.rule, 0) + 1
-    found.unpersist()
+    rows, counts = _earliest_and_latest(match_events(events, detail=False))
     return detail_findings(events, blocks, manifest, rows), counts
+
+
+def _earliest_and_latest(found) -> tuple[list, dict[str, int]]:
+    """The keys of each rule's earliest and latest KEEP_PER_RULE matches, and every rule's count (one window)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = Window.partitionBy("rule").orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
+    ranked = found.withColumn("rn", F.row_number().over(order)).withColumn(
+        "cnt", F.count(F.lit(1)).over(Window.partitionBy("rule"))
+    )
+    rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
+    return rows, {row.rule: row.cnt for row in rows}
 
 
 def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> list[Finding]:

@@ -75,7 +75,7 @@ def _run(
     timings["events_s"] = round(time.perf_counter() - started, 3)
 
     table = events.table(spark)
-    findings, counts = collect_findings(table, events.blocks, manifest, events.stats.get("matched"))
+    findings, counts = collect_findings(table, events.blocks, manifest, events.stats["matched"])
     timings["findings_s"] = round(time.perf_counter() - started, 3)
     measures = extract(table, metrics, events.blocks, manifest, events.stats.get("measured"))
 
