@@ -35,6 +35,25 @@ def test_options_by_input_size_and_archive(tmp_path, monkeypatch):
     assert jvm.java_options("3g", None).startswith("-XX:ArchiveClassesAtExit=")
 
 
+def test_no_archive_in_a_folder_spark_would_split(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "my state"))
+    monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "1")
+    assert jvm.java_options("3g", None) == ""
+
+
+def test_a_jvm_that_refuses_the_options_is_started_without_them(tmp_path):
+    """Options the JVM does not know make it exit at once: the session is started again without them."""
+    code = (
+        "import flinkdoctor.jvm as jvm\n"
+        "jvm.java_options = lambda memory, size: '-XX:+NoSuchOptionInAnyJvm'\n"
+        "from flinkdoctor.spark import spark_session\n"
+        "print(spark_session(input_bytes=10).range(3).count())\n"
+    )
+    env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "3", run.stderr[-2000:]
+
+
 def test_the_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
     env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path), "FLINKDOCTOR_JVM_ARCHIVE": "1"}
     answers = []

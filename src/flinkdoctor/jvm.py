@@ -7,7 +7,8 @@ writes it: its exit waits for the JVM to write the archive under a temporary nam
 exited cleanly. A part-written archive would crash the JVM that maps it, so only a renamed file whose size is the
 one in its name is used. The archive is keyed by the Java binary, Spark's jars and the driver memory (a
 different JVM rejects an archive, but a mismatch is cheaper to avoid); it lives in the user's state folder
-(userstate.py). FLINKDOCTOR_JVM_ARCHIVE=0 turns it off, and so do JVM options the user sets.
+(userstate.py). FLINKDOCTOR_JVM_ARCHIVE=0 turns it off, and so do JVM options the user sets; a JVM that refuses
+the options is started again without them (spark.py).
 
 Inputs under SHORT_RUN_BYTES also run with only the JIT's quick tier (-XX:TieredStopAtLevel=1): the optimising
 compiler's threads compete with the Python tasks for the cores, and its code pays that back only on long runs.
@@ -36,13 +37,19 @@ STALE_S = 3600  # a temporary archive this old was left by a run that was killed
 def java_options(driver_memory: str, input_bytes: int | None) -> str:
     """The driver JVM's options for a session flinkdoctor starts itself ('' for none)."""
     options = ["-XX:TieredStopAtLevel=1"] if input_bytes is not None and input_bytes < SHORT_RUN_BYTES else []
-    if os.environ.get("FLINKDOCTOR_JVM_ARCHIVE", "1") != "0" and (key := _key(driver_memory)) is not None:
+    wanted = os.environ.get("FLINKDOCTOR_JVM_ARCHIVE", "1") != "0" and _quotable(state_dir())
+    if wanted and (key := _key(driver_memory)) is not None:
         found = _archive(key)
         if found is not None:
             options.append(f"-XX:SharedArchiveFile={found}")
         elif (writing := _start_writing(key)) is not None:
             options.append(f"-XX:ArchiveClassesAtExit={writing}")
     return " ".join(options)
+
+
+def _quotable(folder: Path) -> bool:
+    """Spark splits the JVM's options at spaces and reads quotes: a folder with either gets no archive."""
+    return not any(c.isspace() or c in "'\"\\" for c in str(folder))
 
 
 def _key(driver_memory: str) -> str | None:

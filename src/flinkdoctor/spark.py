@@ -23,6 +23,7 @@ def spark_session(
 ):
     """The session; `input_bytes`, when known, tunes a JVM this call starts to the input's size (jvm.py)."""
     from pyspark import SparkContext
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
     from .jvm import java_options
@@ -37,14 +38,18 @@ def spark_session(
         builder = builder.master(master or "local[*]")
     conf = session_conf()
     starts_jvm = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
-    if starts_jvm and "spark.driver.extraJavaOptions" not in conf:
-        options = java_options(conf["spark.driver.memory"], input_bytes)
-        if options:
-            conf["spark.driver.extraJavaOptions"] = options
+    ours = starts_jvm and "spark.driver.extraJavaOptions" not in conf
+    if ours and (options := java_options(conf["spark.driver.memory"], input_bytes)):
+        conf["spark.driver.extraJavaOptions"] = options
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_output_to_log():
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except PySparkRuntimeError:
+            if not ours or not conf.get("spark.driver.extraJavaOptions"):
+                raise
+            spark = builder.config("spark.driver.extraJavaOptions", "").getOrCreate()  # a JVM that refused ours
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
