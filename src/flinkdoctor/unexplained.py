@@ -3,7 +3,7 @@
 When no signature knows a failure, the line that tells the story is often a WARN or ERROR a few seconds before it.
 After correlation, every WARN/ERROR/FATAL event that is not the evidence of a finding is reduced to a template:
 its header message with the variable parts (ids, addresses, paths, numbers) masked by the regexes of MASKS, in
-Spark, grouped by logger and template. A template is ranked by how rare it is in healthy runs (the shipped
+Spark, grouped by logger and template (grouped by message first, so the masks run once per distinct message). A template is ranked by how rare it is in healthy runs (the shipped
 baseline, knowledge/baseline.json, built from the fault lab's healthy bundles of every recorded Flink version by
 `flinkdoctor-lab baseline`) and by how close it comes in time to the failure (the root cause, the derived cause, or
 the first failure event). Only templates rarer than RARE are reported: a healthy run prints WARNs of its own.
@@ -155,22 +155,35 @@ def collect_templates(events, blocks: dict, manifest: Manifest, explained: Itera
         "sid", "line", "time", "host", F.substring(F.substring_index("text", "\n", 1), 1, TEXT_MAX).alias("text")
     )
     order = F.struct(F.col("time").isNull(), "time", "sid", "line")
-    grouped = (
+    messages = (  # the same message repeats: group by it first, so the masks run once per distinct message
         warn.select(
             F.coalesce("logger", F.lit("")).alias("logger"),
-            template_column(F.coalesce("message", F.lit(""))).alias("template"),
+            F.coalesce("message", F.lit("")).alias("message"),
             "level",
             severity.alias("severity"),
             "time",
             evidence.alias("evidence"),
             order.alias("order"),
         )
-        .groupBy("logger", "template")
+        .groupBy("logger", "message")
         .agg(
             F.count(F.lit(1)).alias("count"),
             F.max_by("level", "severity").alias("level"),
+            F.max("severity").alias("severity"),
             F.min("time").alias("first"),
             F.max("time").alias("last"),
+            F.min_by("evidence", "order").alias("evidence"),
+            F.min("order").alias("order"),
+        )
+    )
+    grouped = (
+        messages.select("*", template_column(F.col("message")).alias("template"))
+        .groupBy("logger", "template")
+        .agg(
+            F.sum("count").alias("count"),
+            F.max_by("level", "severity").alias("level"),
+            F.min("first").alias("first"),
+            F.max("last").alias("last"),
             F.min_by("evidence", "order").alias("evidence"),
         )
         .limit(MAX_TEMPLATES)
