@@ -3,10 +3,11 @@
 When no signature knows a failure, the line that tells the story is often a WARN or ERROR a few seconds before it.
 After correlation, every WARN/ERROR/FATAL event that is not the evidence of a finding is reduced to a template:
 its header message with the variable parts (ids, addresses, paths, numbers) masked by the regexes of MASKS, in
-Spark, grouped by logger and template (grouped by message first, so the masks run once per distinct message). A template is ranked by how rare it is in healthy runs (the shipped
-baseline, knowledge/baseline.json, built from the fault lab's healthy bundles of every recorded Flink version by
-`flinkdoctor-lab baseline`) and by how close it comes in time to the failure (the root cause, the derived cause, or
-the first failure event). Only templates rarer than RARE are reported: a healthy run prints WARNs of its own.
+Spark, grouped by logger and template (by message first, so the masks run once per distinct message). A template
+is ranked by how rare it is in healthy runs (the shipped baseline, knowledge/baseline.json, built from the fault
+lab's healthy bundles of every recorded Flink version by `flinkdoctor-lab baseline`) and by how close it comes in
+time to the failure (the root cause, the derived cause, or the first failure event). Only templates rarer than
+RARE are reported: a healthy run prints WARNs of its own.
 
 Masking in Spark was measured against Drain3 on a real lab bundle (bench/RESULTS.md, "Unexplained errors"): the
 same templates for these logs, no extra dependency, and no WARN line ever collected to the driver.
