@@ -22,12 +22,11 @@ import atexit
 import hashlib
 import os
 import shutil
-import stat
 import sys
 import time
 from pathlib import Path
 
-from .userstate import state_dir
+from .userstate import private, state_dir
 
 SHORT_RUN_BYTES = 2 * 2**30
 EXIT_WAIT_S = 120  # the longest the first run waits for its JVM to write the archive
@@ -74,9 +73,7 @@ def _archive(key: str) -> Path | None:
     for path in state_dir().glob(f"jvm-{key}-*.jsa"):
         try:
             info = path.stat()
-            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                continue
-            if info.st_size == int(path.stem.rsplit("-", 1)[1]):
+            if private(info) and info.st_size == int(path.stem.rsplit("-", 1)[1]):
                 return path
         except (OSError, ValueError):
             continue

@@ -40,13 +40,17 @@ def content_key(folders: Iterable[Path]) -> str:
     return digest.hexdigest()[:32]
 
 
+def private(info: os.stat_result) -> bool:
+    """A file this user owns and no one else can write: the only kind flinkdoctor loads code or data from."""
+    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 def cached(name: str, key: str):
     """The value stored under `name` for `key`, or None. Only a file this user owns and only this user can write
     is read: it is a pickle."""
     path = state_dir() / f"{name}-{key}.pickle"
     try:
-        info = path.stat()
-        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if not private(path.stat()):
             return None
         with open(path, "rb") as handle:
             return pickle.load(handle)

@@ -106,15 +106,11 @@ def extract(
     more than FEW (`measured`), Spark keeps what `_reduced` says of each kind, so the driver holds one line per
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
     cost of a first aggregation in a fresh JVM)."""
-    from pyspark.sql import functions as F
 
     if not metrics or measured == 0:
         return []
     if measured is not None and measured <= FEW:
-        every = events.where(F.size("measures") > 0).select(
-            "sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
-        )
-        table = every.select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
+        table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
         table = _reduced(events, metrics).toArrow()  # one job, columnar
     offsets = block_offsets(blocks)
@@ -160,8 +156,10 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     key = F.coalesce(captures["key"], F.lit(""))
     value = F.trim(F.coalesce(captures["value"], F.lit("")))
     group = (
-        F.when(kind == "checkpoint-trigger", F.concat_ws("\0", kind, job, captures["checkpoint"]))
-        .when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), F.concat_ws("\0", kind, job, captures["checkpoint"]))
+        F.when(
+            kind.isin("checkpoint-trigger", *CHECKPOINT_KINDS, "storage-close"),
+            F.concat_ws("\0", kind, job, captures["checkpoint"]),
+        )
         .when(kind == "config-property", F.concat_ws("\0", kind, key, value))
         .otherwise(kind)
     )
@@ -175,9 +173,15 @@ def _reduced(events, metrics: tuple[Metric, ...]):
         F.when(last, -block).otherwise(block).alias("k2"),
         F.when(last, -line).otherwise(line).cast("long").alias("k3"),
     )
-    measured = events.where(F.size("measures") > 0).select(
+    row = F.struct("sid", "block", "first_rel", "time", "host", "m")
+    kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
+    return kept.select("r.sid", "r.block", "r.first_rel", "r.time", "r.host", "r.m.*")
+
+
+def _measured(events):
+    """One row per measured line: where its event is, and the measure as `m`."""
+    from pyspark.sql import functions as F
+
+    return events.where(F.size("measures") > 0).select(
         "sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
     )
-    row = F.struct("sid", "block", "first_rel", "time", "host", "m")
-    kept = measured.groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
-    return kept.select("r.sid", "r.block", "r.first_rel", "r.time", "r.host", "r.m.*")
