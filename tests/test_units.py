@@ -197,7 +197,18 @@ def test_secrets_are_redacted():
     assert mask("Checkpoint 5 of job 1 expired") == "Checkpoint 5 of job 1 expired"
 
 
+def _exact(pf, text):
+    """exact_signatures of `text` when the first pass hit every event with every rare literal."""
+    import numpy as np
+
+    from flinkdoctor import prefilter
+
+    every = np.arange(len(text))
+    return prefilter.exact_signatures(pf, {lit: every for lit in pf.rare if lit >= 0}, every, text).to_pylist()
+
+
 def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
+    import numpy as np
     import pyarrow as pa
 
     from flinkdoctor import prefilter
@@ -206,6 +217,7 @@ def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
         literals=("heap space", "OutOfMemoryError", "State change: SUSPENDED", "x"),
         header_only=(False, False, True, False),
         signatures=((0, 1), (2,), (3,)),
+        rare=(0, 2, 3),
     )
     text = pa.array(
         [
@@ -216,24 +228,33 @@ def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
             "heap space",
             "OutOfMemoryError: heap",
             "x",
+            "x\nOutOfMemoryError heap space x OutOfMemoryError",  # literals repeated: each counts once
         ]
     )
-    expected = [[0], [1], [], [], [], [], [2]]
-    assert prefilter.scan(pf, text).to_pylist() == expected
-    assert prefilter.scan(pf, text.slice(1)).to_pylist() == expected[1:]
-    # the fallback without Hyperscan finds the same
+    expected = [[0], [1], [], [], [], [], [2], [0, 2]]
+    assert _exact(pf, text) == expected
+    assert _exact(pf, text.slice(1)) == expected[1:]
+    # only the events the first pass hit are listed
+    hit = {0: np.array([0, 4]), 2: np.array([1]), 3: np.array([], dtype=np.int64)}
+    assert prefilter.exact_signatures(pf, hit, np.arange(len(text)), text).to_pylist()[:2] == [[0], [1]]
+    assert prefilter.exact_signatures(pf, {2: np.array([1])}, np.arange(len(text)), text).to_pylist()[0] == []
+    # the fallback without Hyperscan finds the same pairs
+    rows = np.arange(len(text))
     event, literal = prefilter._hits_pyarrow(pf, text.fill_null(""))
-    found = sorted(set(zip(*map(list, prefilter._hits(pf, text)), strict=True)))
+    found = sorted(set(zip(*map(list, prefilter.literal_hits(pf, text, rows)), strict=True)))
     assert sorted(zip(event.tolist(), literal.tolist(), strict=True)) == found
 
 
-def test_prefilter_signature_without_literals_is_listed_for_every_event():
-    import pyarrow as pa
+def test_rules_whose_signature_holds_no_literal_are_refused(tmp_path):
+    from flinkdoctor.rulebook import RuleError, builtin_rules_dir, load_rules
 
-    from flinkdoctor import prefilter
-
-    pf = prefilter.Prefilter(literals=("boom",), header_only=(False,), signatures=((), (0,)))
-    assert prefilter.scan(pf, pa.array(["a", "boom"])).to_pylist() == [[0], [0, 1]]
+    source = next(p for p in sorted(builtin_rules_dir().rglob("*.yaml")) if p.name != "relations.yaml")
+    text = source.read_text("utf-8")
+    assert "match:" in text
+    bad = tmp_path / source.name
+    bad.write_text(text.replace("match:", "match:\n  - message: '(?i)foo.*bar'", 1), "utf-8")
+    with pytest.raises(RuleError, match=r"match/0: no plain text .* add 'literal:'"):
+        load_rules([tmp_path], builtin=False)
 
 
 def test_literals_spanning_two_events_count_for_neither():
@@ -241,8 +262,8 @@ def test_literals_spanning_two_events_count_for_neither():
 
     from flinkdoctor import prefilter
 
-    pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),))
-    assert prefilter.scan(pf, pa.array(["xa", "bx", "ab"])).to_pylist() == [[], [], [0]]
+    pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),), rare=(0,))
+    assert _exact(pf, pa.array(["xa", "bx", "ab"])) == [[], [], [0]]
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,13 @@
 """Which signatures an event could match, from the literals each signature's regexes require.
 
 Every signature's regex implies plain substrings that any match must contain (required_literals, read from the
-regex's parse tree). One scan per Arrow batch finds all of them at once (Hyperscan, several GB/s; pyarrow's
-substring search where Hyperscan has no wheel), and each event gets the numbers of the signatures whose literals
-it holds. Matching then evaluates a signature's regexes only on those events: without this, testing a few hundred
-literals on every candidate stack trace in the JVM cost more than everything else together.
+regex's parse tree). Matching then evaluates a signature's regexes only on the events that hold all of them:
+without this, testing a few hundred regexes on every candidate stack trace cost more than everything else.
 
-Over raw log bytes (scanner.py) a first pass looks for only the rarest literal of each signature
-(knowledge/literal_counts.json, counted in real logs): common words such as `.jar` or ` to ` would cost a Python
-callback per occurrence. Only the events it hits get their text cut out and the full test (`scan`).
+Two passes, both Hyperscan (pyarrow's substring search where Hyperscan has no wheel). Over a part's raw bytes
+(scanner.py), only the rarest literal of each signature (knowledge/literal_counts.json, counted in real logs):
+common words such as `.jar` or ` to ` would cost a Python callback per occurrence (rare_hits). Then, on the kept
+text of the events it hit, every literal, one scan per event that reports each literal once (exact_signatures).
 """
 
 from __future__ import annotations
@@ -96,55 +95,44 @@ def signature_numbers(rules: list[Rule]) -> list[list[int]]:
     return numbers
 
 
-def scan(prefilter: Prefilter, text):
-    """For a pyarrow string array of events: a list<int32> array of the signatures each event could match."""
-    import numpy as np
-    import pyarrow as pa
+def literal_hits(prefilter: Prefilter, text, rows):
+    """(row, literal id) of every literal that counts in the events `rows` of the pyarrow string array `text`,
+    each pair once, as numpy arrays. A header-only literal counts only in an event's first line.
 
-    event, literal = _hits(prefilter, text)
-    need, needed, always = _signature_table(prefilter)
-    ok = np.zeros((len(text), len(prefilter.signatures)), dtype=bool)  # events x signatures
-    ok[:, always] = True
-    rows = np.unique(event)
-    if len(rows):
-        present = np.zeros((len(rows), len(prefilter.literals)), dtype=np.float32)
-        present[np.searchsorted(rows, event), literal] = 1
-        ok[rows] = (present @ need) == needed  # all of the signature's literals present (a BLAS product)
-    offsets = np.zeros(len(text) + 1, dtype=np.int32)
-    np.cumsum(ok.sum(axis=1), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.nonzero(ok)[1], type=pa.int32()))
-
-
-def _hits(prefilter: Prefilter, text):
-    """(event index, literal id) of every literal occurrence that counts, as numpy arrays (may repeat)."""
+    Hyperscan scans each event on its own and reports each literal once per event (its first occurrence, so a
+    header-only one is in the first line if anywhere): common literals (`Exception` on every line of a trace) cost
+    one callback per event instead of one per occurrence."""
     import numpy as np
     import pyarrow.compute as pc
 
-    if not prefilter.literals or len(text) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    if not prefilter.literals or not len(rows):
+        return none, none
     text = text.fill_null("")
-    database = _database(prefilter.literals)
+    database = _database(prefilter.literals, once_per_scan=True)
     if database is None:
-        return _hits_pyarrow(prefilter, text)
+        event, literal = _hits_pyarrow(prefilter, text)
+        wanted = np.isin(event, rows)
+        return event[wanted], literal[wanted]
     newline = pc.find_substring(text, "\n").to_numpy(zero_copy_only=False)
     offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset : text.offset + len(text) + 1]
-    ends, ids = [], []
+    view = memoryview(text.buffers()[2])
+    ids: list[int] = []
+    ends: list[int] = []
+    bounds = [0]
 
     def on_match(literal_id, start, end, flags, context):
         ids.append(literal_id)
         ends.append(end)
 
-    database.scan(memoryview(text.buffers()[2])[offsets[0] : offsets[-1]].tobytes(), match_event_handler=on_match)
-    if not ids:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    for row in rows.tolist():
+        database.scan(view[offsets[row] : offsets[row + 1]], match_event_handler=on_match)
+        bounds.append(len(ids))
+    event = np.repeat(rows, np.diff(bounds))
     literal = np.array(ids, dtype=np.int64)
-    lengths = np.array([len(lit.encode("utf-8")) for lit in prefilter.literals], dtype=np.int64)
-    end = np.array(ends, dtype=np.int64) + offsets[0]
-    start = end - lengths[literal]
-    event = np.searchsorted(offsets, start, side="right") - 1
-    inside = end <= offsets[event + 1]  # a literal spanning two events' bytes counts for neither
-    header_end = np.where(newline[event] >= 0, offsets[event] + newline[event], offsets[event + 1])
-    counts = inside & (~np.array(prefilter.header_only)[literal] | (end <= header_end))
+    end = np.array(ends, dtype=np.int64)
+    first_line = np.where(newline[event] >= 0, newline[event], offsets[event + 1] - offsets[event])
+    counts = ~np.array(prefilter.header_only, dtype=bool)[literal] | (end <= first_line)
     return event[counts], literal[counts]
 
 
@@ -205,33 +193,24 @@ def exact_signatures(prefilter: Prefilter, found: dict, rows, text):
     `rows`: per event, its row in `text` (-1: not kept); `found`: rare_hits."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
+    events = [rows[hit] for hit in found.values()]
+    candidates = np.unique(np.concatenate(events)) if events else np.zeros(0, dtype=np.int64)
+    candidates = candidates[candidates >= 0]
+    event, literal = literal_hits(prefilter, text, candidates)
+    width = len(prefilter.literals)
+    present = np.unique(event * width + literal)  # sorted keys of the (row, literal) pairs found
     pairs_row, pairs_sig = [], []
-    heads: list[Any] = []
-    whole: dict[int, Any] = {}  # literal id -> bool per row, for literals tested on most rows
-
-    def present(literal: int, at):
-        if prefilter.header_only[literal] and not heads:
-            heads.append(pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0))
-        where = heads[0] if prefilter.header_only[literal] else text
-        if literal in whole or 4 * len(at) > len(text):
-            if literal not in whole:
-                whole[literal] = pc.match_substring(where, prefilter.literals[literal]).to_numpy(zero_copy_only=False)
-            return whole[literal][at]
-        found = pc.match_substring(where.take(pa.array(at)), prefilter.literals[literal])
-        return found.to_numpy(zero_copy_only=False)
-
     for number, lits in enumerate(prefilter.signatures):
-        events = found.get(prefilter.rare[number])
-        if events is None:
+        hit = found.get(prefilter.rare[number])
+        if hit is None:
             continue
-        at = rows[events]
+        at = rows[hit]
         at = at[at >= 0]
-        for literal in lits:
-            if not len(at):
-                break
-            at = at[present(literal, at)]
+        for lit in lits:
+            key = at * width + lit
+            where = np.minimum(np.searchsorted(present, key), max(len(present) - 1, 0))
+            at = at[present[where] == key] if len(present) else at[:0]
         pairs_row.append(at)
         pairs_sig.append(np.full(len(at), number, dtype=np.int32))
     row = np.concatenate(pairs_row) if pairs_row else np.zeros(0, dtype=np.int64)
@@ -270,21 +249,10 @@ def _hits_pyarrow(prefilter: Prefilter, text):
     return np.concatenate(events), np.concatenate(literals)
 
 
-@lru_cache(maxsize=4)
-def _signature_table(prefilter: Prefilter):
-    """(literals x signatures 0/1 matrix, literals per signature, signatures without literals)."""
-    import numpy as np
-
-    need = np.zeros((len(prefilter.literals), len(prefilter.signatures)), dtype=np.float32)
-    for s, lits in enumerate(prefilter.signatures):
-        need[list(lits), s] = 1
-    always = np.array([s for s, lits in enumerate(prefilter.signatures) if not lits], dtype=np.int64)
-    return need, need.sum(axis=0), always
-
-
-@lru_cache(maxsize=4)
-def _database(literals: tuple[str, ...]):
-    """A compiled Hyperscan database of the literals (once per worker process), or None without Hyperscan."""
+@lru_cache(maxsize=8)
+def _database(literals: tuple[str, ...], once_per_scan: bool = False):
+    """A compiled Hyperscan database of the literals (once per worker process), or None without Hyperscan.
+    `once_per_scan`: each literal is reported at its first occurrence only."""
     try:
         import hyperscan
     except ImportError:
@@ -294,7 +262,7 @@ def _database(literals: tuple[str, ...]):
         expressions=[lit.encode("utf-8") for lit in literals],
         ids=list(range(len(literals))),
         elements=len(literals),
-        flags=[0] * len(literals),
+        flags=[hyperscan.HS_FLAG_SINGLEMATCH if once_per_scan else 0] * len(literals),
         literal=True,
     )
     return database

@@ -328,6 +328,8 @@ def _load_file(path: Path, expander: _Expander, problems: list[str]) -> Rule | N
     if data["id"] != path.stem:
         problems.append(f"{path}:{line_of(node, ['id'])}: id {data['id']!r} differs from the file name")
     _check_regexes(path, node, data, problems)
+    if len(problems) == before:
+        _check_literals(path, node, data, problems)
     _check_versions(path, node, data, problems)
     for name in list(data.get("where", {})) + ([data["onset"]] if data.get("onset") else []):
         if name not in data.get("captures", {}):
@@ -406,6 +408,19 @@ def _check_regexes(path: Path, node, data: dict, problems: list[str]) -> None:
                     problems.append(f"{where}: capture {name!r}: Java group names are letters and digits only")
                 if name not in data.get("captures", {}):
                     problems.append(f"{where}: capture {name!r} is not declared under captures")
+
+
+def _check_literals(path: Path, node, data: dict, problems: list[str]) -> None:
+    """Each signature needs a plain substring that every match holds: the scan reads only the events that hold
+    one of each signature's (prefilter.py), so a signature without one would never match."""
+    from .prefilter import required_literals  # prefilter reads this module's types
+
+    for i, sig in enumerate(data["match"]):
+        if not required_literals(Signature(**{**sig, "level": ()})):
+            problems.append(
+                f"{path}:{line_of(node, ['match', i])}: match/{i}: no plain text of 4 or more characters that every "
+                "match holds (none outside a group, an alternative or a case-insensitive regex): add 'literal:'"
+            )
 
 
 def _check_versions(path: Path, node, data: dict, problems: list[str]) -> None:
