@@ -300,7 +300,7 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
 
 
 def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, monkeypatch):
-    """Above FEW matches, a window over their keys counts them and picks each rule's earliest and latest
+    """Above FEW matches, one aggregation over their keys counts them and picks each rule's earliest and latest
     instances: the same counts, and the same findings as the one-job path for a rule with few enough."""
     from flinkdoctor import match
     from flinkdoctor.analytics import load_metrics
@@ -325,3 +325,17 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
         assert len(chosen) == min(n, 2 * match.KEEP_PER_RULE) and set(chosen) <= set(every)
         if n <= 2 * match.KEEP_PER_RULE:
             assert chosen == every
+    # the chosen are each rule's first and last KEEP_PER_RULE in (time, unknown first; source, range, line) order
+    monkeypatch.setattr(match, "KEEP_PER_RULE", 3)
+    rows, groups = match.earliest_and_latest(match.match_events(table, detail=False), ["rule"])
+    ordered: dict[str, list] = {}
+    for row in sorted(
+        match.match_events(table, detail=False).collect(),
+        key=lambda r: (r.time is not None, r.time or 0, r.sid, r.block, r.first_rel),
+    ):
+        ordered.setdefault(row.rule, []).append((row.sid, row.block, row.first_rel))
+    assert {g["rule"]: g["cnt"] for g in groups} == {rule: len(keys) for rule, keys in ordered.items()}
+    assert any(len(keys) > 6 for keys in ordered.values())  # some rule has more than the first and last three
+    for rule, keys in ordered.items():
+        picked = {(r["sid"], r["block"], r["first_rel"]) for r in rows if r["rule"] == rule}
+        assert picked == set(keys[:3]) | set(keys[-3:])

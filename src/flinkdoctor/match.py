@@ -7,21 +7,30 @@ second matcher that could drift from the product.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
+from functools import partial, reduce
 
 from .events import block_offsets
 from .ingest import Manifest
 from .rulebook import Rule
 
-# Entities a finding carries (rules capture their own values on top of these); taken from matched events only.
+# Entities a finding carries (rules capture their own values on top of these); taken from matched events only:
+# (regex whose group 1 is the value, words one of which a text must hold to have one). The words spare Java's
+# regex engine a walk over every character of a long stack trace that holds none.
 ENTITIES = {
-    "job_id": r"(?:[Jj]ob(?: ?[Ii]d)?|responsible for|Job [^(\n]{0,200}\()[ :=]*([0-9a-f]{32})\b",
-    "checkpoint_id": r"(?:[Cc]heckpoint|chk-)\s?(\d+)\b",
-    "container_id": r"(container_(?:e\d+_)?\d+_\d+_\d+_\d+)",
-    "hdfs_path": r"((?:hdfs|viewfs|s3a?|oss|file):/{0,3}[^\s'\"]+|No lease on (/\S+))",
+    "job_id": (
+        r"(?:[Jj]ob(?: ?[Ii]d)?|responsible for|Job [^(\n]{0,200}\()[ :=]*([0-9a-f]{32})\b",
+        ("job", "Job", "responsible for"),
+    ),
+    "checkpoint_id": (r"(?:[Cc]heckpoint|chk-)\s?(\d+)\b", ("heckpoint", "chk-")),
+    "container_id": (r"(container_(?:e\d+_)?\d+_\d+_\d+_\d+)", ("container_",)),
+    "hdfs_path": (
+        r"((?:hdfs|viewfs|s3a?|oss|file):/{0,3}[^\s'\"]+|(?<=No lease on )/\S+)",
+        ("hdfs:", "viewfs:", "s3:", "s3a:", "oss:", "file:", "No lease on /"),
+    ),
 }
 
 EVENT_TEXT_MAX, EVENT_HEAD, EVENT_TAIL = 20_000, 4_000, 12_000  # chars of an event a finding keeps
@@ -72,11 +81,9 @@ def match_events(events, detail: bool = True):
     if not detail:
         return found.select(*keys)
     entities = []
-    for name, pattern in ENTITIES.items():
-        extracted = F.regexp_extract("text", pattern, 1)
-        if name == "hdfs_path":
-            extracted = F.coalesce(F.nullif(F.regexp_extract("text", pattern, 2), F.lit("")), extracted)
-        entities.append(F.nullif(extracted, F.lit("")).alias(name))
+    for name, (pattern, words) in ENTITIES.items():
+        held = reduce(operator.or_, [F.col("text").contains(word) for word in words])
+        entities.append(F.when(held, F.nullif(F.regexp_extract("text", pattern, 1), F.lit(""))).alias(name))
     return found.select(
         *keys,
         "host",
@@ -100,7 +107,7 @@ def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> 
     """Every rule's exact count, and its earliest and latest instances in detail.
 
     The scan tasks counted the `matched` (event, rule) matches. When they are few, one job reads them all in
-    detail; else one window over their keys gives the counts and chooses the instances, and a second job reads
+    detail; else one aggregation over their keys gives the counts and chooses the instances, and a second job reads
     just the chosen events in detail. The entities are regexes over whole stack traces: taken for every match
     they would cost more than the matching itself.
     """
@@ -110,21 +117,33 @@ def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> 
         for row in detailed:
             counts[row.rule] = counts.get(row.rule, 0) + 1
         return _findings(detailed, blocks, manifest), counts
-    rows, counts = _earliest_and_latest(match_events(events, detail=False))
-    return detail_findings(events, blocks, manifest, rows), counts
+    rows, groups = earliest_and_latest(match_events(events, detail=False), ["rule"])
+    return detail_findings(events, blocks, manifest, rows), {group["rule"]: group["cnt"] for group in groups}
 
 
-def _earliest_and_latest(found) -> tuple[list, dict[str, int]]:
-    """The keys of each rule's earliest and latest KEEP_PER_RULE matches, and every rule's count (one window)."""
-    from pyspark.sql import Window
+def earliest_and_latest(found, by: list[str]) -> tuple[list[dict], list[dict]]:
+    """Per group of the `by` columns (the rule; a fleet's bundle and rule), the keys of its earliest and latest
+    KEEP_PER_RULE matches, and its count: one aggregation that keeps only the KEEP_PER_RULE least and greatest
+    of each group in each task, instead of sorting every match. Ordered by time (unknown first), then by place
+    (source, range, line), so every run chooses the same. Returns (the chosen keys with their group's columns,
+    each group's columns with `cnt`)."""
     from pyspark.sql import functions as F
 
-    order = Window.partitionBy("rule").orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
-    ranked = found.withColumn("rn", F.row_number().over(order)).withColumn(
-        "cnt", F.count(F.lit(1)).over(Window.partitionBy("rule"))
+    key = F.struct("sid", "block", "first_rel")
+    order = F.struct(F.col("time").isNotNull(), "time", "sid", "block", "first_rel")
+    groups = found.groupBy(*by).agg(
+        F.count(F.lit(1)).alias("cnt"),
+        F.min_by(key, order, KEEP_PER_RULE).alias("earliest"),
+        F.max_by(key, order, KEEP_PER_RULE).alias("latest"),
     )
-    rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
-    return rows, {row.rule: row.cnt for row in rows}
+    chosen: dict[tuple, dict] = {}
+    counted = []
+    for group in groups.collect():
+        columns = {name: group[name] for name in by}
+        counted.append({**columns, "cnt": group.cnt})
+        for event in [*group.earliest, *group.latest]:  # the same event twice when a group has few
+            chosen[(event.sid, event.block, event.first_rel) + tuple(columns.values())] = {**event.asDict(), **columns}
+    return list(chosen.values()), counted
 
 
 def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> list[Finding]:

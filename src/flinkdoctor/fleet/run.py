@@ -21,7 +21,7 @@ from ..errors import FlinkdoctorError
 from ..events import build_events
 from ..fallback import fallback
 from ..ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
-from ..match import KEEP_PER_RULE, Finding, block_offsets, detail_findings, keep_applicable, match_events
+from ..match import Finding, block_offsets, detail_findings, earliest_and_latest, keep_applicable, match_events
 from ..matcher import build_matcher
 from ..pipeline import counters
 from ..report import Report, build_report
@@ -138,23 +138,16 @@ def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacke
 
 def _findings(spark, events, manifest: Manifest, owner: dict[int, str]):
     """Per bundle and rule: the exact count and the earliest and latest instances, in detail."""
-    from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     owners = spark.createDataFrame(list(owner.items()), "sid int, bundle_id string")
     frame = events.table(spark)
     found = match_events(frame, detail=False).join(F.broadcast(owners), "sid")
-    found = found.persist(StorageLevel.MEMORY_AND_DISK)
-    group = Window.partitionBy("bundle_id", "rule")
-    order = group.orderBy(F.col("time").asc_nulls_first(), "sid", "block", "first_rel")
-    ranked = found.withColumn("rn", F.row_number().over(order)).withColumn("cnt", F.count(F.lit(1)).over(group))
-    rows = ranked.where((F.col("rn") <= KEEP_PER_RULE) | (F.col("rn") > F.col("cnt") - KEEP_PER_RULE)).collect()
-    found.unpersist()
+    rows, groups = earliest_and_latest(found, ["bundle_id", "rule"])
     findings = detail_findings(frame, events.blocks, manifest, rows)
     counts: dict[str, dict[str, int]] = {}
-    for row in rows:
-        counts.setdefault(row.bundle_id, {})[row.rule] = row.cnt
+    for group in groups:
+        counts.setdefault(group["bundle_id"], {})[group["rule"]] = group["cnt"]
     return findings, counts
 
 
