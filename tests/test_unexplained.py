@@ -82,6 +82,26 @@ def test_a_rare_error_near_the_failure_outranks_a_frequent_healthy_warn(spark, r
     assert healthy.count == len(lines_of(FAILED, HEALTHY_WARN))
 
 
+def test_few_warnings_grouped_on_the_driver_give_spark_s_templates(spark, rules, tmp_path):
+    """The tasks count the WARN+ events they keep; at most FEW are grouped on the driver, to the same templates."""
+    from pyspark.sql import functions as F
+
+    from flinkdoctor.events import WARN_LEVELS, build_events
+    from flinkdoctor.ingest import ingest
+    from flinkdoctor.prefilter import build_prefilter
+    from flinkdoctor.unexplained import collect_templates
+
+    manifest = ingest([FAILED], tmp_path)
+    events = build_events(spark, manifest, tmp_path, build_prefilter(rules))
+    table, warned = events.table(spark), events.stats["warned"]
+    assert warned == table.where(F.col("level").isin(*WARN_LEVELS)).count() > 0
+    explained = [(0, 1)]
+    here = collect_templates(table, events.blocks, manifest, explained, warned)
+    in_spark = collect_templates(table, events.blocks, manifest, explained)
+    assert len({t.key for t in here}) > 1
+    assert sorted(here, key=lambda t: t.key) == sorted(in_spark, key=lambda t: t.key)
+
+
 def test_report_shows_the_section_in_json_and_terminal(failed_report):
     from rich.console import Console
 

@@ -50,7 +50,8 @@ class Times:
 class EventsResult:
     path: str  # events Parquet
     blocks: dict  # sid -> [(block_start, lines)], in file order
-    stats: dict  # sid -> {"lines", "unparsed"}; "events", "matched" ((event, rule) matches), "measured" (lines)
+    # sid -> {"lines", "unparsed"}; "events", "matched" ((event, rule) matches), "measured" (lines), "warned" (WARN+)
+    stats: dict
     times: Times = field(default_factory=Times)
 
     def table(self, spark):
@@ -131,7 +132,7 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     """Lines per range (to number lines), per source its lines and unparsed lines, and the events."""
     blocks: dict[int, list[tuple[int, int]]] = {}
     stats: dict = {s.id: {"lines": 0, "unparsed": 0} for s in sources}
-    totals = dict.fromkeys(("events", "matched", "measured"), 0)
+    totals = dict.fromkeys(("events", "matched", "measured", "warned"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
         stats[row["sid"]]["lines"] += row["lines"]

@@ -96,7 +96,9 @@ def _run(
     timings["analytics_s"] = round(time.perf_counter() - started, 3)
     roots = correlate(findings, counts, by_id)
     outcome = fallback(findings, counts, roots, by_id, {s.kind for s in manifest.sources})  # a failure is never healthy
-    errors = unexplained_errors(events.table(spark), events.blocks, manifest, findings, roots, outcome)
+    errors = unexplained_errors(
+        events.table(spark), events.blocks, manifest, findings, roots, outcome, warned=events.stats.get("warned")
+    )
     timings["total_s"] = round(time.perf_counter() - started, 3)
     return build_report(
         manifest,

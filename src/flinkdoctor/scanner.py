@@ -48,7 +48,7 @@ STORED_SCHEMA = (
     f"measures {MEASURES}, ts string, level string, logger string, thread string, host string, uptime double, "
     "message string, text string"
 )
-COUNTS = ("lines", "unparsed", "events", "matched", "measured")
+COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned")
 OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
 
 
@@ -70,7 +70,7 @@ class Part:
 @dataclass(frozen=True)
 class PartStats:
     """What a part counted: its lines, the lines in no event (before a file's first header), its events, and
-    the (event, rule) matches among them and the lines metrics measured."""
+    the (event, rule) matches among them, the lines metrics measured and the events kept at WARN level or above."""
 
     sid: int
     block: int
@@ -79,6 +79,7 @@ class PartStats:
     events: int
     matched: int = 0
     measured: int = 0
+    warned: int = 0
 
 
 def run(
@@ -175,17 +176,19 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     if part.layout == "none" or not len(starts):
         yield PartStats(part.sid, part.start, lines, lines if part.layout == "none" else 0, 0)
         return
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     events = _Events(part, data, starts, owned, piece, crlf)
-    matched = measured = 0
+    matched = measured = warned = 0
     for batch in events.kept(prefilter, matcher):
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
         measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
+        warned += pc.sum(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS)))).as_py() or 0
         yield batch
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
-    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured)
+    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned)
 
 
 class _Events:

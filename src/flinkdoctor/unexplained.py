@@ -39,6 +39,7 @@ RARE = 0.5  # rarity above which a template is reported: seen in fewer than half
 NEAR_S = 60.0  # closeness halves at this distance (seconds) from the failure
 UNTIMED_CLOSENESS = 0.25  # a template with no time cannot be placed near the failure
 MAX_TEMPLATES = 20_000  # templates collected to the driver (a bundle rarely has more than a few hundred)
+FEW = 20_000  # up to this many WARN+ events are grouped on the driver
 TEXT_MAX = 600  # chars of the evidence line
 SEVERITY = {level: rank for rank, level in enumerate(("WARN", "WARNING", "ERROR", "FATAL"))}
 
@@ -139,8 +140,12 @@ def with_file_lines(events, blocks: dict, manifest: Manifest):
     return joined.withColumn("line", line.cast("long")).drop("fixed_line", "base")
 
 
-def collect_templates(events, blocks: dict, manifest: Manifest, explained: Iterable[tuple[int, int]] = ()) -> list:
+def collect_templates(
+    events, blocks: dict, manifest: Manifest, explained: Iterable[tuple[int, int]] = (), warned: int | None = None
+) -> list:
     """Every template of the WARN+ events, less the events in `explained` ((sid, file line) of findings' events).
+    When the scan tasks counted at most FEW `warned` events, Spark masks them and the driver groups them: two
+    shuffles cost more than the grouping for a small bundle (the warm path's largest query).
 
     Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers."""
     from pyspark.sql import functions as F
@@ -156,6 +161,18 @@ def collect_templates(events, blocks: dict, manifest: Manifest, explained: Itera
         "sid", "line", "time", "host", F.substring(F.substring_index("text", "\n", 1), 1, TEXT_MAX).alias("text")
     )
     order = F.struct(F.col("time").isNull(), "time", "sid", "line")
+    if warned is not None and warned <= FEW:
+        return _grouped_here(
+            warn.select(
+                F.coalesce("logger", F.lit("")).alias("logger"),
+                template_column(F.coalesce("message", F.lit(""))).alias("template"),
+                "level",
+                severity.alias("severity"),
+                "time",
+                evidence.alias("evidence"),
+                order.alias("order"),
+            ).collect()
+        )
     messages = (  # the same message repeats: group by it first, so the masks run once per distinct message
         warn.select(
             F.coalesce("logger", F.lit("")).alias("logger"),
@@ -189,22 +206,39 @@ def collect_templates(events, blocks: dict, manifest: Manifest, explained: Itera
         )
         .limit(MAX_TEMPLATES)
     )
-    return [
-        Template(
-            logger=row.logger or None,
-            template=mask(row.template) or "",
-            level=row.level,
-            count=row["count"],
-            first=row.first,
-            last=row.last,
-            sid=row.evidence.sid,
-            line=int(row.evidence.line),
-            time=row.evidence.time,
-            host=row.evidence.host,
-            text=mask(row.evidence.text) or "",
-        )
-        for row in grouped.collect()
-    ]
+    return [_template(row, row["count"], row.level, row.first, row.last) for row in grouped.collect()]
+
+
+def _grouped_here(rows: list) -> list:
+    """The templates of masked rows (logger, template, level, severity, time, evidence, order), grouped as Spark
+    groups them: the count, the most severe level, the first and last time, the evidence of the least order."""
+    groups: dict[tuple[str, str], list] = {}
+    for row in rows:
+        groups.setdefault((row.logger, row.template), []).append(row)
+    templates = []
+    for same in list(groups.values())[:MAX_TEMPLATES]:
+        times = [row.time for row in same if row.time is not None]
+        first = min(same, key=lambda row: (row.order[0], row.order[1] or datetime.min, row.order[2], row.order[3]))
+        most = max(same, key=lambda row: row.severity)
+        templates.append(_template(first, len(same), most.level, min(times, default=None), max(times, default=None)))
+    return templates
+
+
+def _template(row, count: int, level: str, first: datetime | None, last: datetime | None) -> Template:
+    """A Template of a row holding the group's logger, template and evidence."""
+    return Template(
+        logger=row.logger or None,
+        template=mask(row.template) or "",
+        level=level,
+        count=count,
+        first=first,
+        last=last,
+        sid=row.evidence.sid,
+        line=int(row.evidence.line),
+        time=row.evidence.time,
+        host=row.evidence.host,
+        text=mask(row.evidence.text) or "",
+    )
 
 
 @cache
@@ -268,9 +302,10 @@ def unexplained_errors(
     roots: list[RootCause],
     outcome: Outcome | None,
     top: int = TOP,
+    warned: int | None = None,
 ) -> list[Ranked]:
     """The top templates rarer than RARE in healthy runs, ranked against the failure's time."""
     explained = {(f.sid, f.event_line or f.line) for f in findings}
-    templates = collect_templates(events, blocks, manifest, explained)
+    templates = collect_templates(events, blocks, manifest, explained, warned)
     ranked = rank(templates, baseline(), failure_time(findings, roots, outcome))
     return [r for r in ranked if r.rarity > RARE][:top]
