@@ -77,6 +77,16 @@ def test_events_straddling_ranges_come_out_once_whole_with_file_line_numbers(tmp
         assert events == whole, split
 
 
+def test_a_read_ahead_too_short_for_the_last_event_is_doubled_until_it_ends(tmp_path, prefilter, monkeypatch):
+    from flinkdoctor import scanner
+
+    path = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    whole = _scan(path, path.stat().st_size, prefilter)
+    monkeypatch.setattr(scanner, "EXTEND", 16)  # shorter than any line: most parts read past their end again
+    for split in (97, 4096):
+        assert _scan(path, split, prefilter) == whole, split
+
+
 def test_head_of_file_before_the_first_header_is_unparsed_and_a_split_never_starts_an_event(tmp_path, prefilter):
     source = _lab_log(tmp_path, "standalonesession-0-vm.log")
     lines = source.read_bytes().split(b"\n")
