@@ -170,7 +170,6 @@ def collect_templates(
                 severity.alias("severity"),
                 "time",
                 evidence.alias("evidence"),
-                order.alias("order"),
             ).collect()
         )
     messages = (  # the same message repeats: group by it first, so the masks run once per distinct message
@@ -210,17 +209,18 @@ def collect_templates(
 
 
 def _grouped_here(rows: list) -> list:
-    """The templates of masked rows (logger, template, level, severity, time, evidence, order), grouped as Spark
-    groups them: the count, the most severe level, the first and last time, the evidence of the least order."""
+    """The templates of masked rows (logger, template, level, severity, time, evidence), grouped as Spark groups
+    them: the count, the most severe level, the first and last time, and the evidence of the earliest event
+    (by time, the untimed last, then by source and line: Spark's `order`)."""
     groups: dict[tuple[str, str], list] = {}
     for row in rows:
         groups.setdefault((row.logger, row.template), []).append(row)
     templates = []
     for same in list(groups.values())[:MAX_TEMPLATES]:
         times = [row.time for row in same if row.time is not None]
-        first = min(same, key=lambda row: (row.order[0], row.order[1] or datetime.min, row.order[2], row.order[3]))
+        earliest = min(same, key=lambda r: (r.time is None, r.time or datetime.min, r.evidence.sid, r.evidence.line))
         most = max(same, key=lambda row: row.severity)
-        templates.append(_template(first, len(same), most.level, min(times, default=None), max(times, default=None)))
+        templates.append(_template(earliest, len(same), most.level, min(times, default=None), max(times, default=None)))
     return templates
 
 
