@@ -409,13 +409,12 @@ def _masked(text):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    at = np.flatnonzero(pc.match_substring_regex(text, TRIGGER_RE2).to_numpy(zero_copy_only=False))
+    hit = pc.match_substring_regex(text, TRIGGER_RE2)
+    at = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
     if not len(at):
         return text
-    values = text.to_pylist()
-    for i in at:
-        values[i] = mask(values[i])
-    return pa.array(values, type=pa.string())
+    masked = [mask(value) for value in text.take(pa.array(at)).to_pylist()]
+    return pc.replace_with_mask(text, hit, pa.array(masked, type=text.type))
 
 
 # the header's fields as the events table keeps them (`ts` raw: Spark parses it when the table is read)
