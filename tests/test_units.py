@@ -197,6 +197,27 @@ def test_secrets_are_redacted():
     assert mask("Checkpoint 5 of job 1 expired") == "Checkpoint 5 of job 1 expired"
 
 
+def test_the_scan_masks_the_texts_that_need_it_each_in_its_own_row():
+    import pyarrow as pa
+
+    from flinkdoctor.scanner import _masked
+
+    # a real Flink 2.1.1 configuration dump line (lab run checkpoint-timeout); the secret values are planted
+    head = "2026-11-23 07:49:51,900 INFO  org.apache.flink.configuration.GlobalConfiguration           [] - "
+    texts = [
+        head + "Loading configuration property: state.backend.type, hashmap",
+        head + "Loading configuration property: s3.secret-key, AKIAIOSFODNN7SECRET1",
+        head + "Loading configuration property: taskmanager.numberOfTaskSlots, 2",
+        head
+        + 'Loading configuration property: properties.sasl.jaas.config, PlainLoginModule required password="pw-77";',
+        head + "Loading configuration property: rest.port, 41731",
+    ]
+    expected = [mask(text) for text in texts]
+    assert sum(a != b for a, b in zip(texts, expected, strict=True)) == 2
+    assert _masked(pa.array(texts)).to_pylist() == expected
+    assert _masked(pa.array(texts).slice(1)).to_pylist() == expected[1:]  # an array that starts at an offset
+
+
 def _exact(pf, text):
     """exact_signatures of `text` when the first pass hit every event with every rare literal."""
     import numpy as np
