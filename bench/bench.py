@@ -141,7 +141,7 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, PeakRss, subprocess.Complete
 SPARK_FLOOR = """
 import sys, time
 t0 = time.perf_counter()
-from flinkdoctor.spark import spark_session
+from flinkdoctor.runtime.spark import spark_session
 from pyspark.sql import functions as F
 spark = spark_session()
 t1 = time.perf_counter()
@@ -150,7 +150,7 @@ t2 = time.perf_counter()
 print(t1 - t0, t2 - t1, n)
 """
 TRIVIAL_JOB = """
-from flinkdoctor.spark import spark_session
+from flinkdoctor.runtime.spark import spark_session
 print(spark_session().range(10).count())
 """
 SEED = ROOT / "tests" / "data" / "seeds" / "000"

@@ -31,7 +31,7 @@ from bench import PeakRss, _descendants  # noqa: E402
 FLOOR = """
 import sys, time
 t0 = time.perf_counter()
-from flinkdoctor.spark import spark_session
+from flinkdoctor.runtime.spark import spark_session
 from pyspark.sql import functions as F
 spark = spark_session()
 t1 = time.perf_counter()

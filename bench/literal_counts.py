@@ -13,8 +13,8 @@ import json
 import tarfile
 from pathlib import Path
 
-from flinkdoctor.prefilter import build_prefilter
-from flinkdoctor.rulebook import load_rules
+from flinkdoctor.knowledge.rulebook import load_rules
+from flinkdoctor.scan.prefilter import build_prefilter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,12 +22,12 @@ def main(bundles: list[str]) -> None:
     from drain3.template_miner_config import TemplateMinerConfig
     from pyspark.sql import functions as F
 
-    from flinkdoctor.events import WARN_LEVELS, build_events
-    from flinkdoctor.ingest import ingest
-    from flinkdoctor.prefilter import build_prefilter
-    from flinkdoctor.rulebook import load_rules
-    from flinkdoctor.spark import spark_session
-    from flinkdoctor.unexplained import collect_templates, template_column
+    from flinkdoctor.diagnosis.unexplained import collect_templates, template_column
+    from flinkdoctor.knowledge.rulebook import load_rules
+    from flinkdoctor.runtime.spark import spark_session
+    from flinkdoctor.scan.events import WARN_LEVELS, build_events
+    from flinkdoctor.scan.prefilter import build_prefilter
+    from flinkdoctor.sources.ingest import ingest
 
     spark = spark_session()
     prefilter = build_prefilter(load_rules())

@@ -20,7 +20,7 @@ def _own_state_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from flinkdoctor.spark import spark_session
+    from flinkdoctor.runtime.spark import spark_session
 
     session = spark_session("local[2]")
     session.conf.set("spark.sql.shuffle.partitions", "4")
@@ -30,7 +30,7 @@ def spark():
 
 @pytest.fixture(scope="session")
 def rules():
-    from flinkdoctor.rulebook import load_rules
+    from flinkdoctor.knowledge.rulebook import load_rules
 
     return load_rules()
 

@@ -100,7 +100,7 @@ def record(url: str, out: Path) -> None:
     from flinkdoctor.live import client as live_client
     from flinkdoctor.live.bundle import mask_json
     from flinkdoctor.live.collector import collect
-    from flinkdoctor.masking import mask
+    from flinkdoctor.safety.masking import mask
 
     responses: dict[str, dict] = {}
     real_json, real_tail = live_client.RestClient.get_json, live_client.RestClient.get_tail

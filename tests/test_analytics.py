@@ -247,8 +247,8 @@ def test_zookeeper_ha_without_suspended_tolerance():
 
 def test_metrics_feed_the_prefilter_after_the_rules():
     from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.prefilter import build_prefilter
-    from flinkdoctor.rulebook import load_rules
+    from flinkdoctor.knowledge.rulebook import load_rules
+    from flinkdoctor.scan.prefilter import build_prefilter
 
     rules = load_rules()
     metrics = load_metrics()
@@ -265,9 +265,9 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
     JobManager log of a real run given twice gives the points of one copy, at the first copy's lines; and the
     analytics of the reduced lines are those of every line."""
     from flinkdoctor.analytics import analyse, extract, load_metrics
-    from flinkdoctor.events import build_events
-    from flinkdoctor.ingest import ingest
-    from flinkdoctor.matcher import build_matcher
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
 
     (log,) = unpacked(LAB / "1.20.3" / "healthy.tar.gz", tmp_path / "run").glob("*/log/*standalonesession*.log")
     (tmp_path / "once").mkdir()
@@ -302,11 +302,11 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
 def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, monkeypatch):
     """Above FEW matches, one aggregation over their keys counts them and picks each rule's earliest and latest
     instances: the same counts, and the same findings as the one-job path for a rule with few enough."""
-    from flinkdoctor import match
     from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.events import build_events
-    from flinkdoctor.ingest import ingest
-    from flinkdoctor.matcher import build_matcher
+    from flinkdoctor.diagnosis import findings as match
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
 
     manifest = ingest([LAB / "1.20.3" / "checkpoint-timeout.tar.gz"], tmp_path)
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))

@@ -101,7 +101,7 @@ cases:
     no_match: |
       [INFO ] 2019-04-23 17:39:19,857(437903769) --> [main-EventThread] org.apache.flink.shaded.curator.org.apache.curator.framework.state.ConnectionStateManager.postState(ConnectionStateManager.java:228): State change: SUSPENDED  
 """)
-    from flinkdoctor.rulebook import load_rules
+    from flinkdoctor.knowledge.rulebook import load_rules
 
     rules = load_rules([tmp_path])
     from flinkdoctor.pipeline import diagnose

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from flinkdoctor import vocabulary
-from flinkdoctor.layouts import layout_ids
-from flinkdoctor.regexes import nested_quantifier, python_regex
-from flinkdoctor.rulebook import RuleError, builtin_rules_dir, load_rules, relation_defaults, rule_schema
+from flinkdoctor.cases import run_cases
+from flinkdoctor.knowledge import vocabulary
+from flinkdoctor.knowledge.regexes import nested_quantifier, python_regex
+from flinkdoctor.knowledge.rulebook import RuleError, builtin_rules_dir, load_rules, relation_defaults, rule_schema
+from flinkdoctor.sources.layouts import layout_ids
 
 CATEGORIES = set(vocabulary.CATEGORIES)
 GOOD_RULE = """\
@@ -50,7 +51,7 @@ def test_categories_come_from_the_contract(rules):
 
 def test_schema_vocabularies_have_one_home():
     """The schema file names no closed list itself; the loaded schema carries the package's lists."""
-    written = json.loads((builtin_rules_dir().parent / "schemas" / "rule.schema.json").read_text())
+    written = json.loads((builtin_rules_dir().parents[1] / "schemas" / "rule.schema.json").read_text())
     loaded = rule_schema()["$defs"]
     expected = {
         "category": list(vocabulary.CATEGORIES),
@@ -59,7 +60,6 @@ def test_schema_vocabularies_have_one_home():
         "level": list(vocabulary.LEVELS),
         "scope": list(vocabulary.SCOPES),
         "unit": list(vocabulary.UNITS),
-        "layout": list(layout_ids()),
     }
     for name, values in expected.items():
         assert "enum" not in written["$defs"][name], name
@@ -107,7 +107,7 @@ def test_no_rule_matches_an_empty_message(rules):
 
 
 def test_no_shipped_regex_can_backtrack_catastrophically(rules):
-    from flinkdoctor.layouts import load_layouts
+    from flinkdoctor.sources.layouts import load_layouts
 
     assert not [
         (r.id, regex) for r in rules for sig in r.signatures for _, regex in sig.regexes() if nested_quantifier(regex)
@@ -175,7 +175,9 @@ def test_bounded_or_possessive_repeats_are_accepted(tmp_path, regex):  # " lost"
     assert load_rules([tmp_path], builtin=False)[0].signatures[0].text == regex
 
 
-def test_case_kind_and_layout_are_checked_at_load(tmp_path):
+def test_case_kind_is_checked_at_load_and_layout_before_the_cases_run(tmp_path):
+    """A case's kind is a closed vocabulary (checked at load); its layout is one of sources/layouts/layouts.yaml,
+    which the knowledge base does not import: the cases' runner checks it, with file:line, before Spark starts."""
     (tmp_path / "badcase.yaml").write_text(
         GOOD_RULE.format(id="badcase", regex="Something happened", extra="").replace(
             "gap: none\ncases: []\n",
@@ -186,9 +188,15 @@ def test_case_kind_and_layout_are_checked_at_load(tmp_path):
     )
     with pytest.raises(RuleError) as err:
         load_rules([tmp_path], builtin=False)
-    message = str(err.value)
-    assert "badcase.yaml:11: cases/0/kind: 'flink-jobmanger' is not one of" in message
-    assert "badcase.yaml:14: cases/1/layout: 'log4j9' is not one of" in message
+    assert "badcase.yaml:11: cases/0/kind: 'flink-jobmanger' is not one of" in str(err.value)
+    (tmp_path / "badcase.yaml").write_text(
+        (tmp_path / "badcase.yaml").read_text().replace("kind: flink-jobmanger", "kind: flink-jobmanager")
+    )
+    loaded = load_rules([tmp_path], builtin=False)
+    with pytest.raises(RuleError) as err:
+        run_cases(None, loaded, tmp_path / "work")  # refused before any Spark work: no session needed
+    assert "badcase.yaml:13: cases: layout 'log4j9' is not a layout of sources/layouts/layouts.yaml" in str(err.value)
+    assert "flink-log4j2" in layout_ids()
 
 
 def test_malformed_version_specifier_fails_with_file_and_line(tmp_path):
@@ -233,7 +241,7 @@ def test_relation_sets_of_a_rules_folder(tmp_path):
 
 
 def test_unknown_layout_key_is_refused_with_file_and_line(tmp_path):
-    from flinkdoctor.layouts import layouts_file, load_layouts
+    from flinkdoctor.sources.layouts import layouts_file, load_layouts
 
     path = tmp_path / "layouts.yaml"
     path.write_text(
@@ -250,7 +258,7 @@ def test_unknown_layout_key_is_refused_with_file_and_line(tmp_path):
 
 
 def test_backtracking_layout_header_is_refused_with_file_and_line(tmp_path):
-    from flinkdoctor.layouts import load_layouts
+    from flinkdoctor.sources.layouts import load_layouts
 
     path = tmp_path / "layouts.yaml"
     path.write_text("- id: bad\n  about: a layout for a test\n  header: '^(?<msg>(\\w+\\s?)+)$'\n  timed: false\n")

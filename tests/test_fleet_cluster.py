@@ -93,7 +93,7 @@ def test_fleet_under_spark_submit_on_a_standalone_cluster(tmp_path):
             [str(home / "bin" / "spark-submit"), "--master", url, "--py-files", package]
             + ["--conf", "spark.executor.memory=1g", "--conf", "spark.cores.max=1"]
             + ["--conf", f"spark.pyspark.python={sys.executable}"]
-            + [str(SRC / "flinkdoctor" / "fleet" / "submit.py"), str(tmp_path / "root")]
+            + [str(SRC / "flinkdoctor" / "__main__.py"), "fleet", str(tmp_path / "root")]
             + ["--out", str(tmp_path / "lake"), "--work-dir", str(tmp_path / "work"), "--format", "json"],
             env=driver_env,
             capture_output=True,

@@ -322,7 +322,7 @@ def test_an_archive_over_the_free_disk_is_refused(tmp_path, monkeypatch):
     import shutil as shutil_module
 
     from flinkdoctor.errors import InputError
-    from flinkdoctor.ingest import ingest
+    from flinkdoctor.sources.ingest import ingest
 
     archive = tmp_path / "logs.tar.gz"
     import tarfile

@@ -90,7 +90,7 @@ def test_healthy_lab_run_is_no_failure(diagnose_bundle, bundle):
 
 
 def _finding(text: str):
-    from flinkdoctor.match import Finding
+    from flinkdoctor.diagnosis.findings import Finding
 
     return Finding(
         rule="uncaught-exception",
@@ -107,7 +107,7 @@ def _finding(text: str):
 
 
 def test_chain_innermost_cause_and_its_line():
-    from flinkdoctor.fallback import derive, exception_chain, knowledge
+    from flinkdoctor.diagnosis.fallback import derive, exception_chain, knowledge
 
     text = (DATA / "incidents" / "d26" / "bundle" / "flink-client.log").read_text("utf-8").rstrip("\n")
     chain = exception_chain(_finding(text))
@@ -119,7 +119,7 @@ def test_chain_innermost_cause_and_its_line():
 
 
 def test_chain_reads_exceptions_nested_in_a_message():
-    from flinkdoctor.fallback import derive, exception_chain, knowledge
+    from flinkdoctor.diagnosis.fallback import derive, exception_chain, knowledge
 
     text = (DATA / "incidents" / "d10" / "bundle" / "flink-web-exception.txt").read_text("utf-8")
     chain = exception_chain(_finding(text))
@@ -130,7 +130,7 @@ def test_chain_reads_exceptions_nested_in_a_message():
 
 def test_first_frame_outside_the_neutral_packages_is_user_code():
     """d04's second trace: a client library the job bundles (not a connector the table knows) is user code."""
-    from flinkdoctor.fallback import derive, exception_chain, knowledge
+    from flinkdoctor.diagnosis.fallback import derive, exception_chain, knowledge
 
     lines = (DATA / "incidents" / "d04" / "bundle" / "taskmanager.log").read_text("utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("com.alibaba.dubbo"))
@@ -140,7 +140,7 @@ def test_first_frame_outside_the_neutral_packages_is_user_code():
 
 
 def test_failure_rules_of_the_table_exist(rules):
-    from flinkdoctor.fallback import knowledge
+    from flinkdoctor.diagnosis.fallback import knowledge
 
     ids = {rule.id for rule in rules}
     assert set(knowledge().failure_rules) <= ids

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import DATA, line_at
 from flinkdoctor.errors import InputError
-from flinkdoctor.ingest import ingest
+from flinkdoctor.sources.ingest import ingest
 
 SEED3 = DATA / "seeds" / "003"
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from conftest import DATA
-from flinkdoctor import jvm
+from flinkdoctor.runtime import jvm
 
 SEED = DATA / "seeds" / "000"
 
@@ -44,9 +44,9 @@ def test_no_archive_in_a_folder_spark_would_split(tmp_path, monkeypatch):
 def test_a_jvm_that_refuses_the_options_is_started_without_them(tmp_path):
     """Options the JVM does not know make it exit at once: the session is started again without them."""
     code = (
-        "import flinkdoctor.jvm as jvm\n"
+        "import flinkdoctor.runtime.jvm as jvm\n"
         "jvm.java_options = lambda memory, size: '-XX:+NoSuchOptionInAnyJvm'\n"
-        "from flinkdoctor.spark import spark_session\n"
+        "from flinkdoctor.runtime.spark import spark_session\n"
         "print(spark_session(input_bytes=10).range(3).count())\n"
     )
     env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path)}

@@ -21,12 +21,12 @@ import pytest
 from rest_replay import ReplayServer, load
 
 from conftest import DATA
-from flinkdoctor.ingest import ingest
 from flinkdoctor.live import Connection, RestClient, collect
 from flinkdoctor.live.collector import Unreachable
 from flinkdoctor.live.names import safe_name
 from flinkdoctor.live.triggers import CoolDown, JobSnapshot, assess
 from flinkdoctor.live.watcher import Watcher, WatchOptions
+from flinkdoctor.sources.ingest import ingest
 
 VERSIONS = ("1.20.3", "2.1.1")
 

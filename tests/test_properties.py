@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA
-from flinkdoctor import yarn
-from flinkdoctor.inert import inert, is_inert
-from flinkdoctor.layouts import detect_layout, load_layouts
-from flinkdoctor.masking import mask
+from flinkdoctor.safety.inert import inert, is_inert
+from flinkdoctor.safety.masking import mask
+from flinkdoctor.sources import yarn
+from flinkdoctor.sources.layouts import detect_layout, load_layouts
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 LAYOUT_IDS = {layout.id for layout in load_layouts()}
@@ -136,7 +136,7 @@ def _triggered(text: str) -> bool:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from flinkdoctor.masking import TRIGGER_RE2
+    from flinkdoctor.safety.masking import TRIGGER_RE2
 
     return pc.match_substring_regex(pa.array([text]), TRIGGER_RE2)[0].as_py()
 
@@ -178,7 +178,7 @@ def test_masking_is_idempotent_and_never_fails(text):
 )
 def test_the_masks_words_skip_only_text_a_mask_could_not_change(text):
     """mask() runs each pattern only where one of its words is: the same as running every pattern."""
-    from flinkdoctor.masking import MASKS
+    from flinkdoctor.safety.masking import MASKS
 
     every = text
     for pattern, replacement in MASKS:

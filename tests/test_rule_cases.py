@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flinkdoctor.rulebook import load_rules
+from flinkdoctor.knowledge.rulebook import load_rules
 
 ALL = [(rule.id, index) for rule in load_rules() for index, _ in enumerate(rule.cases)]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, line_at
-from flinkdoctor.layouts import detect_layout, layout_by_id
-from flinkdoctor.shapes import LineMap, is_record, normalise, plan
+from flinkdoctor.sources.layouts import detect_layout, layout_by_id
+from flinkdoctor.sources.shapes import LineMap, is_record, normalise, plan
 
 SHAPES = DATA / "shapes"
 JSON_LOGS = ("jobmanager-ecs.json", "jobmanager-jsonlayout.json", "jobmanager-logstash.json")
@@ -206,7 +206,7 @@ def test_a_source_without_times_is_matched_and_said_to_be_unplaced(diagnose_bund
 
 def test_ingest_stages_the_copy_and_keeps_the_map(tmp_path):
     """Staging (driver only): the copy is what Spark reads, the layout is set, file_line cites the original."""
-    from flinkdoctor.ingest import ingest
+    from flinkdoctor.sources.ingest import ingest
 
     manifest = ingest([SHAPES / "json", SHAPES / "wrapped"], tmp_path / "work")
     by_name = {s.path: s for s in manifest.sources}

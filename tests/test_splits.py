@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from flinkdoctor.events import block_offsets, file_line
-from flinkdoctor.ingest import Source
-from flinkdoctor.prefilter import build_prefilter
-from flinkdoctor.scanner import Part, PartStats, scan_part
-from flinkdoctor.staging import MAX_LINE_BYTES, stage
+from flinkdoctor.scan.events import block_offsets, file_line
+from flinkdoctor.scan.prefilter import build_prefilter
+from flinkdoctor.scan.scanner import Part, PartStats, scan_part
+from flinkdoctor.sources.ingest import Source
+from flinkdoctor.sources.staging import MAX_LINE_BYTES, stage
 
 DATA = Path(__file__).parent / "data"
 LAB = DATA / "lab" / "1.20.3" / "heap-oom.tar.gz"
@@ -78,7 +78,7 @@ def test_events_straddling_ranges_come_out_once_whole_with_file_line_numbers(tmp
 
 
 def test_a_read_ahead_too_short_for_the_last_event_is_doubled_until_it_ends(tmp_path, prefilter, monkeypatch):
-    from flinkdoctor import scanner
+    from flinkdoctor.scan import scanner
 
     path = _lab_log(tmp_path, "standalonesession-0-vm.log")
     whole = _scan(path, path.stat().st_size, prefilter)
@@ -136,8 +136,8 @@ def test_pieces_of_an_over_long_line_count_no_new_line_across_ranges(tmp_path, p
 
 def test_build_events_with_tiny_ranges_matches_one_range(spark, tmp_path, prefilter):
     """The Spark path end to end: the events table and line accounting do not depend on the range size."""
-    from flinkdoctor.events import build_events
-    from flinkdoctor.ingest import ingest
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.sources.ingest import ingest
 
     path = _lab_log(tmp_path, "standalonesession-0-vm.log")
     manifest = ingest([path], tmp_path / "work")
@@ -173,9 +173,9 @@ def test_bulk_header_test_agrees_with_the_layout_regex_on_real_lines():
     """headers.py decides what the layout's regex decides (run per line by Python's re), on every real line."""
     import numpy as np
 
-    from flinkdoctor.headers import first_byte_table, flag, header_test
-    from flinkdoctor.layouts import detect_layout, layout_by_id
-    from flinkdoctor.scanner import _lines_array
+    from flinkdoctor.scan.headers import first_byte_table, flag, header_test
+    from flinkdoctor.scan.scanner import _lines_array
+    from flinkdoctor.sources.layouts import detect_layout, layout_by_id
 
     seen = set()
     for path in _real_files():

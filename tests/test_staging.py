@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, line_at
-from flinkdoctor.staging import MAX_LINE_BYTES, detect_encoding, find_long_line
+from flinkdoctor.sources.staging import MAX_LINE_BYTES, detect_encoding, find_long_line
 
 LAB = DATA / "lab" / "2.1.1"
 HEADER = re.compile(rb"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")

@@ -35,7 +35,7 @@ def message(line: str) -> str:
 
 
 def test_templates_of_real_lines_mask_the_variable_parts():
-    from flinkdoctor.unexplained import template_of
+    from flinkdoctor.diagnosis.unexplained import template_of
 
     completed = lines_of(FAILED, "Completed checkpoint")
     assert len(completed) >= 2
@@ -48,7 +48,7 @@ def test_templates_of_real_lines_mask_the_variable_parts():
 
 
 def test_baseline_is_from_the_healthy_runs_of_both_versions():
-    from flinkdoctor.unexplained import baseline
+    from flinkdoctor.diagnosis.unexplained import baseline
 
     known = baseline()
     assert sorted(known.runs) == ["1.20.3/healthy.tar.gz", "2.1.1/healthy.tar.gz"]
@@ -65,10 +65,10 @@ def failed_report(spark, rules, tmp_path_factory):
 
 
 def test_a_rare_error_near_the_failure_outranks_a_frequent_healthy_warn(spark, rules, tmp_path):
-    from flinkdoctor.events import build_events
-    from flinkdoctor.ingest import ingest
-    from flinkdoctor.prefilter import build_prefilter
-    from flinkdoctor.unexplained import baseline, collect_templates, rank
+    from flinkdoctor.diagnosis.unexplained import baseline, collect_templates, rank
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.prefilter import build_prefilter
+    from flinkdoctor.sources.ingest import ingest
 
     manifest = ingest([FAILED], tmp_path)
     events = build_events(spark, manifest, tmp_path, build_prefilter(rules))
@@ -86,10 +86,10 @@ def test_few_warnings_grouped_on_the_driver_give_spark_s_templates(spark, rules,
     """The tasks count the WARN+ events they keep; at most FEW are grouped on the driver, to the same templates."""
     from pyspark.sql import functions as F
 
-    from flinkdoctor.events import WARN_LEVELS, build_events
-    from flinkdoctor.ingest import ingest
-    from flinkdoctor.prefilter import build_prefilter
-    from flinkdoctor.unexplained import collect_templates
+    from flinkdoctor.diagnosis.unexplained import collect_templates
+    from flinkdoctor.scan.events import WARN_LEVELS, build_events
+    from flinkdoctor.scan.prefilter import build_prefilter
+    from flinkdoctor.sources.ingest import ingest
 
     manifest = ingest([FAILED], tmp_path)
     events = build_events(spark, manifest, tmp_path, build_prefilter(rules))
@@ -105,7 +105,7 @@ def test_few_warnings_grouped_on_the_driver_give_spark_s_templates(spark, rules,
 def test_report_shows_the_section_in_json_and_terminal(failed_report):
     from rich.console import Console
 
-    from flinkdoctor.unexplained import RARE, TOP
+    from flinkdoctor.diagnosis.unexplained import RARE, TOP
     from flinkdoctor.views import render_json, render_terminal
 
     data = json.loads(render_json(failed_report))
@@ -139,7 +139,7 @@ def test_rules_suggest_drafts_a_valid_rule_whose_case_passes(failed_report, spar
     import yaml
 
     from flinkdoctor.cases import run_cases
-    from flinkdoctor.rulebook import load_rules
+    from flinkdoctor.knowledge.rulebook import load_rules
     from flinkdoctor.suggest import draft_rule, from_report, to_yaml
 
     number = next(
@@ -163,7 +163,7 @@ def test_rules_suggest_from_a_line_on_the_command_line(tmp_path):
     from click.testing import CliRunner
 
     from flinkdoctor.cli import cli
-    from flinkdoctor.rulebook import load_rules
+    from flinkdoctor.knowledge.rulebook import load_rules
 
     (line,) = lines_of(LAB / "2.1.1" / "healthy.tar.gz", "RECEIVED SIGNAL")[:1]
     result = CliRunner().invoke(cli, ["rules", "suggest", "--line", line, "-o", str(tmp_path)])

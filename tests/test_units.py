@@ -6,14 +6,14 @@ from datetime import datetime
 
 import pytest
 
-from flinkdoctor.correlate import onset
-from flinkdoctor.layouts import detect_layout
-from flinkdoctor.masking import mask
-from flinkdoctor.match import Finding, block_offsets, keep_applicable
-from flinkdoctor.prefilter import build_prefilter, required_literals
-from flinkdoctor.regexes import nested_quantifier
-from flinkdoctor.rulebook import Signature, load_rules
-from flinkdoctor.versions import detect, matches, specifier
+from flinkdoctor.diagnosis.correlate import onset
+from flinkdoctor.diagnosis.findings import Finding, block_offsets, keep_applicable
+from flinkdoctor.knowledge.regexes import nested_quantifier
+from flinkdoctor.knowledge.rulebook import Signature, load_rules
+from flinkdoctor.knowledge.versions import detect, matches, specifier
+from flinkdoctor.safety.masking import mask
+from flinkdoctor.scan.prefilter import build_prefilter, required_literals
+from flinkdoctor.sources.layouts import detect_layout
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_rare_hits_name_the_events_holding_each_literal_where_it_counts():
     """A header-only literal counts only in an event's first line; a part where no literal counts gives none."""
     import numpy as np
 
-    from flinkdoctor.prefilter import Prefilter, rare_hits
+    from flinkdoctor.scan.prefilter import Prefilter, rare_hits
 
     prefilter = Prefilter(("lost the leadership", "Caused by"), (True, False), ((0,), (1,)), (0, 1))
     text = (
@@ -200,7 +200,7 @@ def test_secrets_are_redacted():
 def test_the_scan_masks_the_texts_that_need_it_each_in_its_own_row():
     import pyarrow as pa
 
-    from flinkdoctor.scanner import _masked
+    from flinkdoctor.scan.scanner import _masked
 
     # a real Flink 2.1.1 configuration dump line (lab run checkpoint-timeout); the secret values are planted
     head = "2026-11-23 07:49:51,900 INFO  org.apache.flink.configuration.GlobalConfiguration           [] - "
@@ -222,7 +222,7 @@ def _exact(pf, text):
     """exact_signatures of `text` when the first pass hit every event with every rare literal."""
     import numpy as np
 
-    from flinkdoctor import prefilter
+    from flinkdoctor.scan import prefilter
 
     every = np.arange(len(text))
     return prefilter.exact_signatures(pf, {lit: every for lit in pf.rare if lit >= 0}, every, text).to_pylist()
@@ -232,7 +232,7 @@ def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
     import numpy as np
     import pyarrow as pa
 
-    from flinkdoctor import prefilter
+    from flinkdoctor.scan import prefilter
 
     pf = prefilter.Prefilter(
         literals=("heap space", "OutOfMemoryError", "State change: SUSPENDED", "x"),
@@ -267,7 +267,7 @@ def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
 
 
 def test_rules_whose_signature_holds_no_literal_are_refused(tmp_path):
-    from flinkdoctor.rulebook import RuleError, builtin_rules_dir, load_rules
+    from flinkdoctor.knowledge.rulebook import RuleError, builtin_rules_dir, load_rules
 
     source = next(p for p in sorted(builtin_rules_dir().rglob("*.yaml")) if p.name != "relations.yaml")
     text = source.read_text("utf-8")
@@ -281,7 +281,7 @@ def test_rules_whose_signature_holds_no_literal_are_refused(tmp_path):
 def test_literals_spanning_two_events_count_for_neither():
     import pyarrow as pa
 
-    from flinkdoctor import prefilter
+    from flinkdoctor.scan import prefilter
 
     pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),), rare=(0,))
     assert _exact(pf, pa.array(["xa", "bx", "ab"])) == [[], [], [0]]
@@ -297,7 +297,7 @@ def test_literals_spanning_two_events_count_for_neither():
 )
 def test_every_loader_refuses_the_same_regexes(regex, compiles, problem):
     """Rules, metrics, layouts and shapes all check their regexes with regexes.checked."""
-    from flinkdoctor.regexes import checked
+    from flinkdoctor.knowledge.regexes import checked
 
     compiled, found = checked(regex)
     assert (compiled is not None) == compiles

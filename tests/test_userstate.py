@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from flinkdoctor import rulebook
 from flinkdoctor.errors import RuleError
-from flinkdoctor.rulebook import load_rules
-from flinkdoctor.userstate import state_dir
+from flinkdoctor.knowledge import rulebook
+from flinkdoctor.knowledge.rulebook import load_rules
+from flinkdoctor.runtime.userstate import state_dir
 
 RULE = (
     "id: cache-probe\ntitle: {title}\ncategory: other\nrole: cause\n"

@@ -56,7 +56,7 @@ def test_warm_runs_share_one_session_and_answer_as_cold(server, diagnose_bundle,
 
 def test_a_closed_session_is_replaced(server, diagnose_bundle, tmp_path):
     env, state_file = server
-    url = _python(env, "from flinkdoctor.server import running_url; print(running_url())").stdout.strip()
+    url = _python(env, "from flinkdoctor.runtime.server import running_url; print(running_url())").stdout.strip()
     assert ";session_id=" in url
     closed = _python(env, f"from pyspark.sql import SparkSession; SparkSession.builder.remote({url!r}).create().stop()")
     assert closed.returncode == 0, closed.stderr[-2000:]
@@ -72,7 +72,7 @@ def _python(env: dict, code: str) -> subprocess.CompletedProcess:
 
 def test_changed_code_gets_a_new_session(tmp_path, monkeypatch):
     """The session's Python workers keep the modules they imported: after an upgrade, a fresh session."""
-    from flinkdoctor.server import running_url, state_file
+    from flinkdoctor.runtime.server import running_url, state_file
 
     monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path))
     with socket.socket() as listening:

@@ -48,11 +48,11 @@ def healthy_recordings(recordings: Path) -> list[Path]:
 
 
 def templates_of(spark, bundle: Path) -> set[str]:
-    from flinkdoctor.events import build_events
-    from flinkdoctor.ingest import ingest
-    from flinkdoctor.prefilter import build_prefilter
-    from flinkdoctor.rulebook import load_rules
-    from flinkdoctor.unexplained import collect_templates
+    from flinkdoctor.diagnosis.unexplained import collect_templates
+    from flinkdoctor.knowledge.rulebook import load_rules
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.prefilter import build_prefilter
+    from flinkdoctor.sources.ingest import ingest
 
     with tempfile.TemporaryDirectory(prefix="flinkdoctor-baseline-") as work:
         manifest = ingest([bundle], Path(work))
@@ -62,7 +62,7 @@ def templates_of(spark, bundle: Path) -> set[str]:
 
 
 def build(recordings: Path) -> dict:
-    from flinkdoctor.spark import spark_session
+    from flinkdoctor.runtime.spark import spark_session
 
     runs = healthy_recordings(recordings)
     if not runs:

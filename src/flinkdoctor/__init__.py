@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .errors import FlinkdoctorError, InputError, RuleError, UsageError, WorkDirError
-from .report import Report
+from .report.model import Report
 
 try:
     __version__ = version("flinkdoctor")

@@ -6,11 +6,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .events import build_events
-from .ingest import ingest
-from .match import match_events
-from .matcher import build_matcher
-from .rulebook import Rule
+from .diagnosis.findings import match_events
+from .errors import RuleError
+from .knowledge.rulebook import Rule
+from .scan.events import build_events
+from .scan.matcher import build_matcher
+from .sources.ingest import ingest
+from .sources.layouts import layout_ids
 
 
 @dataclass
@@ -34,6 +36,14 @@ class CaseResult:
 def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> list[CaseResult]:
     """One Spark pass over all cases: each case is its own small source file; a case passes when its rule
     fires (or, for a near-miss, does not fire) on that file."""
+    unknown = [
+        f"{rule.path}:{case.line}: cases: layout {case.layout!r} is not a layout of sources/layouts/layouts.yaml"
+        for rule in rules
+        for case in rule.cases
+        if case.layout and case.layout not in layout_ids()
+    ]
+    if unknown:
+        raise RuleError("\n".join(unknown))
     work = Path(work_dir or tempfile.mkdtemp(prefix="flinkdoctor-cases-"))
     bundle = work / "cases"
     planned = []

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import click
 
-from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, RuleError, UsageError
-from .inert import inert
-from .ingest import DEFAULT_MAX_UNPACKED
+from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, UsageError
+from .knowledge.rulebook import load_rules
 from .live.commands import (
     collect_command,
     collect_or_exit,
@@ -28,7 +27,8 @@ from .live.commands import (
     watch_command,
 )
 from .options import check_flink_version, check_timezone, check_year
-from .rulebook import load_rules
+from .safety.inert import inert
+from .sources.ingest import DEFAULT_MAX_UNPACKED
 from .suggest import suggest
 
 
@@ -64,9 +64,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _kept_spark_log() -> Path | None:
     """Spark's own output of this run, kept for the bug report (only if flinkdoctor started Spark quietly)."""
-    if "flinkdoctor.spark" not in sys.modules:
+    if "flinkdoctor.runtime.spark" not in sys.modules:
         return None
-    from .spark import keep_spark_log
+    from .runtime.spark import keep_spark_log
 
     return keep_spark_log()
 
@@ -181,9 +181,9 @@ def diagnose(
     collected from a running cluster first (kept beside you, as `flinkdoctor collect` writes it)."""
     from rich.console import Console
 
+    from .knowledge.vocabulary import CATEGORIES
     from .pipeline import diagnose as run
     from .views.progress import progress
-    from .vocabulary import CATEGORIES
 
     unknown = sorted(set(fail_on) - set(CATEGORIES) - {"any"})
     if unknown:
@@ -195,9 +195,7 @@ def diagnose(
         raise UsageError("give either bundle paths or --rest URL")
     if html_file and not Path(html_file).resolve().parent.is_dir():
         raise UsageError(f"--html: no folder to write {html_file} in")  # before Spark starts, not after the run
-    rules = _load_or_exit(rules_dirs)
-    if verbose:
-        os.environ["FLINKDOCTOR_VERBOSE"] = "1"  # read by spark.py when it starts the JVM
+    rules = load_rules(rules_dirs)
     if rest:
         conn = connection(rest, **connection_options)
         paths = (str(collect_or_exit(conn, default_bundle_path(conn), max_log_mb).path),)
@@ -205,9 +203,9 @@ def diagnose(
     with progress(errors, enabled=errors.is_terminal and not verbose):
         spark = None
         if master or remote:
-            from .spark import spark_session
+            from .runtime.spark import spark_session
 
-            spark = spark_session(master, remote=remote)
+            spark = spark_session(master, remote=remote, verbose=verbose)
         report = run(
             list(paths),
             spark=spark,
@@ -218,6 +216,7 @@ def diagnose(
             rules=rules,
             flink_version=flink_version,
             max_unpacked=max_unpacked,
+            verbose=verbose,
         )
     if html_file:
         from .views import render_html
@@ -257,7 +256,7 @@ def server():
 @click.option("--port", type=click.IntRange(1, 65535), default=15002, show_default=True)
 def server_start(port):
     """Start the server in the background (diagnose then attaches to it)."""
-    from .server import start
+    from .runtime.server import start
 
     state = start(port)
     click.echo(f"flinkdoctor server running at {state['url']} (pid {state['pid']}, log {state['log']})")
@@ -266,7 +265,7 @@ def server_start(port):
 @server.command("stop")
 def server_stop():
     """Stop the server."""
-    from .server import stop
+    from .runtime.server import stop
 
     click.echo("flinkdoctor server stopped" if stop() else "no flinkdoctor server running")
 
@@ -274,7 +273,7 @@ def server_stop():
 @server.command("status")
 def server_status():
     """Say whether the server runs, and where."""
-    from .server import status
+    from .runtime.server import status
 
     state = status()
     click.echo(f"running at {state['url']} (pid {state['pid']})" if state else "not running")
@@ -295,7 +294,7 @@ rules.add_command(suggest)
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False))
 def rules_list(fmt, rules_dirs):
     """Every rule: id, category, role and number of cases."""
-    loaded = _load_or_exit(rules_dirs)
+    loaded = load_rules(rules_dirs)
     rows = [
         {"id": r.id, "category": r.category, "role": r.role, "cases": len(r.cases), "title": r.title, "gap": r.gap}
         for r in sorted(loaded, key=lambda r: (r.category, r.id))
@@ -310,7 +309,7 @@ def rules_list(fmt, rules_dirs):
     for column in ("id", "category", "role", "cases", "title"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["id"], row["category"], row["role"], str(row["cases"]), row["title"])
+        table.add_row(*(str(row[column]) for column in ("id", "category", "role", "cases", "title")))
     Console().print(table)
 
 
@@ -319,9 +318,9 @@ def rules_list(fmt, rules_dirs):
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False))
 def rules_show(rule_id, rules_dirs):
     """The explanation, fix and references a report prints for RULE_ID."""
-    from .rulebook import duration_text
+    from .knowledge.rulebook import duration_text
 
-    by_id = {r.id: r for r in _load_or_exit(rules_dirs)}
+    by_id = {r.id: r for r in load_rules(rules_dirs)}
     if rule_id not in by_id:
         raise UsageError(f"no rule {rule_id!r} (see `flinkdoctor rules list`)")
     rule = by_id[rule_id]
@@ -352,9 +351,9 @@ def rules_show(rule_id, rules_dirs):
 def rules_test(path):
     """Run the cases of the shipped rules, or of the rules in PATH, and say which fail."""
     from .cases import run_cases
-    from .spark import spark_session
+    from .runtime.spark import spark_session
 
-    loaded = _load_or_exit([path] if path else [])
+    loaded = load_rules([path] if path else [])
     chosen = [r for r in loaded if not path or Path(r.path).resolve().is_relative_to(Path(path).resolve())]
     results = run_cases(spark_session(), chosen)
     failed = [r for r in results if not r.passed]
@@ -378,11 +377,3 @@ def _register_fleet() -> None:
 
 
 _register_fleet()
-
-
-def _load_or_exit(dirs):
-    """The rules, or exit 2 with every problem as file:line: reason."""
-    try:
-        return load_rules(dirs)
-    except RuleError as err:
-        raise RuleError(f"invalid rules:\n{err}") from err

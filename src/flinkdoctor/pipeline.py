@@ -7,18 +7,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .analytics import analyse, analytics_rules, config_knowledge, extract, load_metrics
-from .correlate import correlate
-from .events import build_events
-from .fallback import fallback
-from .ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
-from .match import collect_findings, keep_applicable
-from .matcher import build_matcher
+from .diagnosis.correlate import correlate
+from .diagnosis.fallback import fallback
+from .diagnosis.findings import collect_findings, keep_applicable
+from .diagnosis.unexplained import unexplained_errors
+from .knowledge.rulebook import Rule, load_rules
+from .knowledge.versions import detect
 from .options import check_flink_version, check_timezone, check_year
-from .report import Report, build_report
-from .rulebook import Rule, load_rules
-from .unexplained import unexplained_errors
-from .versions import detect
-from .workdir import WorkDir
+from .report.model import Report, build_report
+from .runtime.workdir import WorkDir
+from .scan.events import build_events
+from .scan.matcher import build_matcher
+from .sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 
 
 def diagnose(
@@ -33,19 +33,20 @@ def diagnose(
     flink_version: str | None = None,
     max_unpacked: int = DEFAULT_MAX_UNPACKED,
     rules: list[Rule] | None = None,
+    verbose: bool = False,
 ) -> Report:
     """Diagnose a bundle and return the report model.
 
     Raises UsageError for bad options, rules or a work dir that is not flinkdoctor's own, and InputError when
     nothing can be read; all of them before Spark starts. Everything written under the work dir is removed
-    afterwards unless `keep_work_dir`.
+    afterwards unless `keep_work_dir`. `verbose` lets Spark's own output through when this call starts Spark.
     """
     timezone, year = check_timezone(timezone), check_year(year)
     flink_version = check_flink_version(flink_version)
     rules = rules if rules is not None else load_rules(rules_dirs)  # a bad rule fails here, before Spark starts
     load_metrics(), analytics_rules(), config_knowledge()  # so does bad analytics knowledge
     with WorkDir(work_dir, keep=keep_work_dir) as work:
-        return _run(paths, spark, work, timezone, year, flink_version, max_unpacked, rules)
+        return _run(paths, spark, work, timezone, year, flink_version, max_unpacked, rules, verbose)
 
 
 def _run(
@@ -57,6 +58,7 @@ def _run(
     flink_version: str | None,
     max_unpacked: int,
     rules: list[Rule],
+    verbose: bool,
 ) -> Report:
     timings = {}
     started = time.perf_counter()
@@ -64,9 +66,9 @@ def _run(
     timings["ingest_s"] = round(time.perf_counter() - started, 3)
 
     if spark is None:
-        from .spark import spark_session
+        from .runtime.spark import spark_session
 
-        spark = spark_session(input_bytes=sum(s.size for s in manifest.sources if not s.derived))
+        spark = spark_session(input_bytes=sum(s.size for s in manifest.sources if not s.derived), verbose=verbose)
     timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
 
     metrics = load_metrics()

@@ -15,10 +15,10 @@ from pathlib import Path
 import click
 import yaml
 
+from .diagnosis.unexplained import PLACEHOLDER, PLACEHOLDER_REGEX, template_of
 from .errors import UsageError
-from .inert import inert
-from .masking import mask
-from .unexplained import PLACEHOLDER, PLACEHOLDER_REGEX, template_of
+from .safety.inert import inert
+from .safety.masking import mask
 
 RULE_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 META = re.compile(r"[\\.\[\]{}()*+?^$|#&~-]")  # each escaped: special in a regex or a character class

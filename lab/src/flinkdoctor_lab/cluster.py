@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from flinkdoctor.classify import flatten_config
+from flinkdoctor.sources.classify import flatten_config
 
 # What a REST call raises when the JobManager is down, frozen or restarting (refused, timed out, dropped), or
 # answers with something other than what we read; callers treat all of these as "no answer".

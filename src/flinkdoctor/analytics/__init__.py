@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ingest import Manifest
-from ..match import Finding
-from ..report import CheckpointAnalytics, ConfigAudit
-from ..rulebook import Rule
+from ..diagnosis.findings import Finding
+from ..knowledge.rulebook import Rule
+from ..sources.ingest import Manifest
 from .checkpoints import JobAnalysis, Point, analyse_checkpoints
 from .config import Assignment, Risk, audit, build_audit, effective_config
 from .knowledge import analytics_rules, config_knowledge
 from .metrics import Measure, extract, load_metrics
+from .model import CheckpointAnalytics, ConfigAudit
 
 __all__ = ["Analytics", "analyse", "analytics_rules", "config_knowledge", "extract", "load_metrics"]
 

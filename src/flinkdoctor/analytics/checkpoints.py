@@ -15,10 +15,18 @@ import statistics
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
-from ..ingest import Manifest
-from ..report import CheckpointAnalytics, CheckpointJob, CheckpointPoint, CheckpointTrend, FailurePattern, Limit, iso
+from ..sources.ingest import Manifest
 from .config import Effective, duration_ms
 from .metrics import Measure
+from .model import (
+    CheckpointAnalytics,
+    CheckpointJob,
+    CheckpointPoint,
+    CheckpointTrend,
+    FailurePattern,
+    Limit,
+    iso,
+)
 
 STATUS_OF = {
     "checkpoint-completed": "completed",

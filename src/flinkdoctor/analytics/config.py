@@ -12,12 +12,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..ingest import Manifest
-from ..masking import mask
-from ..report import ConfigAudit, ConfigSetting
-from ..versions import matches, parse
+from ..knowledge.versions import matches, parse
+from ..safety.masking import mask
+from ..sources.ingest import Manifest
 from .knowledge import Check, ConfigKnowledge, Use
 from .metrics import Measure
+from .model import ConfigAudit, ConfigSetting
 
 # the job's checkpoint settings as REST /jobs/<id>/checkpoints/config names them -> the configuration keys
 REST_CHECKPOINT_KEYS = {

@@ -10,10 +10,10 @@ from functools import cache
 from importlib import resources
 
 from ..errors import RuleError
-from ..rulebook import Rule
-from ..validation import line_of, read_yaml, schema, schema_problems
-from ..versions import specifier
-from ..vocabulary import CATEGORIES
+from ..knowledge.rulebook import Rule
+from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
+from ..knowledge.versions import specifier
+from ..knowledge.vocabulary import CATEGORIES
 
 FINDINGS_FILE = "knowledge/analytics-findings.yaml"
 CONFIG_FILE = "knowledge/config-keys.yaml"

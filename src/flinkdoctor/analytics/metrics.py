@@ -15,12 +15,12 @@ from functools import cache
 from importlib import resources
 
 from ..errors import RuleError
-from ..events import block_offsets, file_line
-from ..ingest import Manifest
-from ..prefilter import required_literals
-from ..regexes import checked
-from ..rulebook import Signature
-from ..validation import line_of, read_yaml, schema, schema_problems
+from ..knowledge.regexes import checked
+from ..knowledge.rulebook import Signature
+from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
+from ..scan.events import block_offsets, file_line
+from ..scan.prefilter import required_literals
+from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"
 

@@ -8,9 +8,9 @@ from datetime import timedelta
 import click
 
 from ..errors import UsageError
-from ..inert import inert
-from ..ingest import DEFAULT_MAX_UNPACKED
 from ..options import check_timezone, check_year
+from ..safety.inert import inert
+from ..sources.ingest import DEFAULT_MAX_UNPACKED
 
 
 class _DefaultRun(click.Group):
@@ -42,14 +42,14 @@ def fleet():
 @click.option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
 def fleet_run(roots, lake_dir, fmt, work_dir, timezone, year, rules_dirs, window, min_jobs, top, max_unpacked, master):
     """Diagnose every bundle (a folder or archive per job) under ROOT... not yet in the lake; report the fleet."""
-    from ..cli import _load_or_exit
+    from ..knowledge.rulebook import load_rules
     from .report import build
     from .run import run_fleet
 
-    rules = _load_or_exit(rules_dirs)
+    rules = load_rules(rules_dirs)
     spark = None
     if master:
-        from ..spark import spark_session
+        from ..runtime.spark import spark_session
 
         spark = spark_session(master, app_name="flinkdoctor-fleet")
     result = run_fleet(
@@ -93,7 +93,7 @@ def fleet_query(lake_dir, what, since, until, statement, fmt):
     if bool(what) == bool(statement):
         raise UsageError("fleet query: give --had RULE_OR_CATEGORY or --sql STATEMENT (one of them)")
     if statement:
-        from ..spark import spark_session
+        from ..runtime.spark import spark_session
 
         rows = [row.asDict(recursive=True) for row in sql(spark_session(), lake_dir, statement).collect()]
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..ingest import Source
+from ..sources.ingest import Source
 
 FLINK_LOG_HOST = re.compile(
     r"flink-[^/]*?-(?:standalonesession|taskexecutor|jobmanager|taskmanager|historyserver|client|zookeeper)"

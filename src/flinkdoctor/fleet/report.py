@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..inert import inert
-from ..masking import mask
+from ..safety.inert import inert
+from ..safety.masking import mask
 from . import lake
 from .recurrence import DEFAULT_WINDOW, detect
 

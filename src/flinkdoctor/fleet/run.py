@@ -16,18 +16,25 @@ from datetime import datetime
 from datetime import timezone as tz
 from pathlib import Path
 
-from ..correlate import correlate
+from ..diagnosis.correlate import correlate
+from ..diagnosis.fallback import fallback
+from ..diagnosis.findings import (
+    Finding,
+    block_offsets,
+    detail_findings,
+    earliest_and_latest,
+    keep_applicable,
+    match_events,
+)
 from ..errors import FlinkdoctorError
-from ..events import build_events
-from ..fallback import fallback
-from ..ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
-from ..match import Finding, block_offsets, detail_findings, earliest_and_latest, keep_applicable, match_events
-from ..matcher import build_matcher
+from ..knowledge.rulebook import Rule
+from ..knowledge.versions import detect
 from ..pipeline import counters
-from ..report import Report, build_report
-from ..rulebook import Rule
-from ..versions import detect
-from ..workdir import WorkDir
+from ..report.model import Report, build_report
+from ..runtime.workdir import WorkDir
+from ..scan.events import build_events
+from ..scan.matcher import build_matcher
+from ..sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
 from . import lake
 from .discover import Bundle, discover
 from .infra import bundle_infra, finding_keys, host_from_path
@@ -80,7 +87,7 @@ def run_fleet(
         combined, owner = _ingest_all(fresh, work.path, year, max_unpacked)
         result.timings["ingest_s"] = round(time.perf_counter() - started, 3)
         if spark is None:
-            from ..spark import spark_session
+            from ..runtime.spark import spark_session
 
             spark = spark_session(app_name="flinkdoctor-fleet")
         reports, events = {}, None

@@ -22,8 +22,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..classify import COLLECT_LOG_MARKER
-from ..masking import MASK, mask
+from ..safety.masking import MASK, mask
+from ..sources.classify import COLLECT_LOG_MARKER
 
 SCHEMA = "flinkdoctor.collect/v1"
 _SENSITIVE_KEY = re.compile(

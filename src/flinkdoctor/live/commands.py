@@ -17,7 +17,7 @@ from threading import Event
 import click
 
 from ..errors import InputError, UsageError
-from ..inert import inert
+from ..safety.inert import inert
 from .bundle import stamp
 from .client import Connection, RestClient, RestError, redact
 from .collector import DEFAULT_MAX_LOG_BYTES, CollectResult, Unreachable, collect
@@ -242,7 +242,7 @@ def spark_diagnosis(master: str | None, on_start: Callable[[], None] = lambda: N
 
     def run(bundle: Path) -> dict:
         from ..pipeline import diagnose
-        from ..spark import spark_session
+        from ..runtime.spark import spark_session
         from .watcher import summary
 
         if "spark" not in session:

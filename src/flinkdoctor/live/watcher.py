@@ -16,7 +16,7 @@ from pathlib import Path
 from threading import Event
 
 from ..errors import FlinkdoctorError
-from ..masking import mask
+from ..safety.masking import mask
 from . import endpoints as ep
 from .bundle import stamp, utc_now
 from .client import RestClient, RestError, segment

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..report import CONTRACT_VERSION, SCHEMA, Report
+from ..report.model import CONTRACT_VERSION, SCHEMA, Report
 
 __all__ = ["CONTRACT_VERSION", "SCHEMA", "render_json"]
 

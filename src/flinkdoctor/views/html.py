@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
-from ..inert import inert
-from ..report import Evidence, Report
+from ..report.model import Evidence, Report
+from ..safety.inert import inert
 from .charts import checkpoint_charts, checkpoint_missing, config_audit, config_missing
 from .timeline import Timeline, build_timeline
 

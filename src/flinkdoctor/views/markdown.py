@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from ..inert import inert
-from ..report import Evidence, Fix, Report, RootCauseReport
+from ..report.model import Evidence, Fix, Report, RootCauseReport
+from ..safety.inert import inert
 from .charts import checkpoint_summaries, config_audit
 from .text import message_of, shorten
 

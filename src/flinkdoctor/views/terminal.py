@@ -6,8 +6,8 @@ into `rich.text.Text`, never into a markup string: a file named `[link=...]x[/li
 
 from __future__ import annotations
 
-from ..inert import inert
-from ..report import Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
+from ..report.model import Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
+from ..safety.inert import inert
 from .charts import checkpoint_summaries, config_audit
 from .text import message_of, shorten
 

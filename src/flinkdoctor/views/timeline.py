@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..report import Evidence, Report
+from ..report.model import Evidence, Report
 
 WIDTH, LABEL, LANE, TOP, NO_TIME = 1100, 230, 46, 34, 60
 

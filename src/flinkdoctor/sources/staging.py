@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
 from .classify import HEAD_BYTES  # what classification reads of a staged file
-from .errors import InputError
 from .shapes import LineMap, Plan, normalise
 
 MAX_LINE_BYTES = 1024 * 1024  # longer lines are split into rows of this many bytes

@@ -19,10 +19,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from .regexes import parse, sre
-from .rulebook import Rule, Signature
-
-MIN_LITERAL = 4  # shorter runs (": ", "at ") are in almost every event and would only cost time
+from ..knowledge.rulebook import Rule, Signature, required_literals
 
 
 @dataclass(frozen=True)
@@ -58,32 +55,6 @@ def literal_counts() -> dict[str, int]:
     """How often each literal occurred in real logs (bench/literal_counts.py); missing ones count as rare."""
     path = resources.files("flinkdoctor").joinpath("knowledge/literal_counts.json")
     return json.loads(path.read_text("utf-8"))
-
-
-def required_literals(sig: Signature) -> list[str]:
-    """Every literal a match of the signature must contain: its own `literal`, and each run of at least
-    MIN_LITERAL plain characters at the top level of its text, message and exception regexes.
-
-    Read from the parse tree Python's `re` builds: a run is a sequence of literal characters that is not inside
-    a group, an alternative, a class or a quantifier, so every match holds it. A case-insensitive regex gives
-    none (its literal could appear in any case). When unsure, fewer literals: the prefilter only skips events.
-    """
-    found = [sig.literal] if sig.literal else []
-    for pattern in (sig.text, sig.message, sig.exception):
-        if pattern is None:
-            continue
-        tree = parse(pattern)
-        if tree.state.flags & sre.SRE_FLAG_IGNORECASE:
-            continue
-        run: list[str] = []
-        for op, av in [*tree, (None, None)]:  # a sentinel ends the last run
-            if op is sre.LITERAL:
-                run.append(chr(av))
-                continue
-            if len(run) >= MIN_LITERAL and "".join(run) not in found:
-                found.append("".join(run))
-            run = []
-    return found
 
 
 def signature_numbers(rules: list[Rule]) -> list[list[int]]:

@@ -14,7 +14,7 @@ import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .errors import InputError
+from ..errors import InputError
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_RATIO = 200  # unpacked bytes per archive byte beyond which an archive is a bomb, not logs

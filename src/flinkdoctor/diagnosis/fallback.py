@@ -17,12 +17,12 @@ from datetime import datetime
 from functools import cache
 from importlib import resources
 
+from ..errors import RuleError
+from ..knowledge.rulebook import Rule
+from ..knowledge.validation import read_yaml, schema_problems
+from ..knowledge.vocabulary import CATEGORIES
 from .correlate import RootCause
-from .errors import RuleError
-from .match import OMITTED, Finding
-from .rulebook import Rule
-from .validation import read_yaml, schema_problems
-from .vocabulary import CATEGORIES
+from .findings import OMITTED, Finding
 
 KNOWLEDGE = "knowledge/exceptions.yaml"
 SCHEMA = "knowledge/exceptions.schema.json"

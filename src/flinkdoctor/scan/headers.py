@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from .layouts import layout_by_id
-from .regexes import parse, python_regex, sre
+from ..knowledge.regexes import parse, python_regex, sre
+from ..sources.layouts import layout_by_id
 
 WARN_WORDS = frozenset({"WARN", "WARNING", "ERROR", "FATAL", "SEVERE", "CRITICAL"})
 # a tail that matches any rest of a line: leaving it out of the test changes no answer

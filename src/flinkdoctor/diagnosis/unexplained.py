@@ -24,14 +24,14 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from .events import WARN_LEVELS
-from .ingest import Manifest
-from .masking import mask
+from ..safety.masking import mask
+from ..scan.events import WARN_LEVELS
+from ..sources.ingest import Manifest
 
 if TYPE_CHECKING:
     from .correlate import RootCause
     from .fallback import Outcome
-    from .match import Finding
+    from .findings import Finding
 
 BASELINE = "knowledge/baseline.json"
 TOP = 5  # templates shown in the report
@@ -125,7 +125,7 @@ def with_file_lines(events, blocks: dict, manifest: Manifest):
     table's block-relative numbers into file lines (match.block_offsets), so the conversion can change alone."""
     from pyspark.sql import functions as F
 
-    from .match import block_offsets
+    from .findings import block_offsets
 
     spark = events.sparkSession
     sources = {s.id: s for s in manifest.sources}

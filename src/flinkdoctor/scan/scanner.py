@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..safety.masking import TRIGGER_RE2, mask
+from ..sources.layouts import layout_by_id
 from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_fields, header_test
-from .layouts import layout_by_id
-from .masking import TRIGGER_RE2, mask
 from .matcher import Fields, Matcher
 from .prefilter import Prefilter, exact_signatures, rare_hits
 

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from ..knowledge.regexes import python_regex
+from ..knowledge.rulebook import Rule, Signature
 from .prefilter import Prefilter, build_prefilter, signature_numbers
-from .regexes import python_regex
-from .rulebook import Rule, Signature
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
 EXCEPTION_LINE = (

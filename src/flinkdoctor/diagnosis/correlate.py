@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .match import Finding
-from .rulebook import Relation, Rule
+from ..knowledge.rulebook import Relation, Rule
+from .findings import Finding
 
 
 @dataclass

@@ -15,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import RuleError
-from .regexes import checked, python_regex
-from .validation import line_of, read_yaml, schema, schema_problems
+from ..errors import RuleError
+from ..knowledge.regexes import checked, python_regex
+from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -50,7 +50,7 @@ class Layout:
 def layouts_file() -> Traversable:
     """The package's layouts.yaml, read through importlib.resources: executors may import flinkdoctor from a zip
     shipped with --py-files, where it is no file on disk."""
-    return resources.files("flinkdoctor").joinpath("layouts/layouts.yaml")
+    return resources.files("flinkdoctor").joinpath("sources/layouts/layouts.yaml")
 
 
 @cache

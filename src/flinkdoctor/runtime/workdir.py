@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .errors import WorkDirError
+from ..errors import WorkDirError
 
 MARKER = ".flinkdoctor-work-dir"
 MARKER_TEXT = "This folder is a flinkdoctor work dir: flinkdoctor may empty it.\n"

@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from .errors import RuleError
+from ..errors import RuleError
+from ..knowledge.regexes import checked
 from .layouts import load_layouts
-from .regexes import checked
 
 SAMPLE_LINES = 400  # head lines the shape is decided on
 MAX_JOIN_LINES = 200  # a record (CRI/Docker partial lines, a terminal-wrapped JSON object) spans at most this many
@@ -74,7 +74,7 @@ def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
 
 @cache
 def load_shapes() -> Shapes:
-    path = Path(str(resources.files("flinkdoctor").joinpath("layouts/shapes.yaml")))
+    path = Path(str(resources.files("flinkdoctor").joinpath("sources/layouts/shapes.yaml")))
     data = yaml.safe_load(path.read_text("utf-8"))
     records = dict(data["records"])
     levels = {str(k).lower(): str(v) for k, v in records.pop("levels").items()}

@@ -15,16 +15,16 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .errors import RuleError
-from .layouts import layout_ids
-from .regexes import checked
-from .userstate import cached, content_key, store
+from ..errors import RuleError
+from ..runtime.userstate import cached, content_key, store
+from .regexes import checked, parse, sre
 from .validation import line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
 from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS
 
 MATCH_FIELDS = ("text", "message", "logger", "exception", "thread")
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+MIN_LITERAL = 4  # shorter runs (": ", "at ") are in almost every event and would only cost time
 RELATION_SETS = "relations.yaml"  # at the top of a folder of rules: named relation sets, not a rule
 
 
@@ -156,7 +156,6 @@ def rule_schema() -> dict:
         "level": LEVELS,
         "scope": SCOPES,
         "unit": UNITS,
-        "layout": layout_ids(),
     }
     for name, values in vocabularies.items():
         full["$defs"][name] = {**full["$defs"][name], "enum": list(values)}
@@ -181,7 +180,7 @@ def relation_defaults() -> dict[str, str]:
 
 
 def builtin_rules_dir() -> Path:
-    return Path(str(resources.files("flinkdoctor").joinpath("rules")))
+    return Path(str(resources.files("flinkdoctor").joinpath("knowledge/rules")))
 
 
 def load_rules(extra_dirs: Sequence[str | Path] = (), builtin: bool = True) -> list[Rule]:
@@ -221,7 +220,8 @@ def _load(dirs: list[Path]) -> list[Rule]:
             if rel.rule and rel.rule not in seen:
                 problems.append(f"{rel.origin}: {rule.id} explains unknown rule {rel.rule!r}")
     if problems:
-        raise RuleError("\n".join(dict.fromkeys(problems)))  # a bad set member is reported once, not per user
+        # a bad set member is reported once, not per user
+        raise RuleError("invalid rules:\n" + "\n".join(dict.fromkeys(problems)))
     return rules
 
 
@@ -413,8 +413,6 @@ def _check_regexes(path: Path, node, data: dict, problems: list[str]) -> None:
 def _check_literals(path: Path, node, data: dict, problems: list[str]) -> None:
     """Each signature needs a plain substring that every match holds: the scan reads only the events that hold
     one of each signature's (prefilter.py), so a signature without one would never match."""
-    from .prefilter import required_literals  # prefilter reads this module's types
-
     for i, sig in enumerate(data["match"]):
         if not required_literals(Signature(**{**sig, "level": ()})):
             problems.append(
@@ -435,3 +433,29 @@ def _check_versions(path: Path, node, data: dict, problems: list[str]) -> None:
             specifier(spec)
         except ValueError as err:
             problems.append(f"{path}:{line_of(node, where)}: {'/'.join(map(str, where))}: {err}")
+
+
+def required_literals(sig: Signature) -> list[str]:
+    """Every literal a match of the signature must contain: its own `literal`, and each run of at least
+    MIN_LITERAL plain characters at the top level of its text, message and exception regexes.
+
+    Read from the parse tree Python's `re` builds: a run is a sequence of literal characters that is not inside
+    a group, an alternative, a class or a quantifier, so every match holds it. A case-insensitive regex gives
+    none (its literal could appear in any case). When unsure, fewer literals: the prefilter only skips events.
+    """
+    found = [sig.literal] if sig.literal else []
+    for pattern in (sig.text, sig.message, sig.exception):
+        if pattern is None:
+            continue
+        tree = parse(pattern)
+        if tree.state.flags & sre.SRE_FLAG_IGNORECASE:
+            continue
+        run: list[str] = []
+        for op, av in [*tree, (None, None)]:  # a sentinel ends the last run
+            if op is sre.LITERAL:
+                run.append(chr(av))
+                continue
+            if len(run) >= MIN_LITERAL and "".join(run) not in found:
+                found.append("".join(run))
+            run = []
+    return found

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
 
-from .events import block_offsets
-from .ingest import Manifest
-from .rulebook import Rule
+from ..knowledge.rulebook import Rule
+from ..scan.events import block_offsets
+from ..sources.ingest import Manifest
 
 # Entities a finding carries (rules capture their own values on top of these); taken from matched events only:
 # (regex whose group 1 is the value, words one of which a text must hold to have one). The words spare Java's

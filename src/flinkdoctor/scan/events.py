@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ..sources.ingest import Manifest, Source
+from ..sources.layouts import layout_by_id
 from .headers import WARN_WORDS
-from .ingest import Manifest, Source
-from .layouts import layout_by_id
 from .matcher import Matcher
 from .prefilter import Prefilter
 from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, run

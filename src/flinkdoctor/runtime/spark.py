@@ -3,7 +3,7 @@ Connect session when `--remote sc://host:port` says so or `flinkdoctor server` r
 
 Spark's own output (its banner, log4j WARN lines, stack traces it logs and recovers from) is not the user's: the
 JVM flinkdoctor starts writes its stdout and stderr to a log file (`spark_log()`), removed at exit unless a run
-failed, in which case the error message names it. `FLINKDOCTOR_VERBOSE=1` (the CLI's --verbose) lets it through.
+failed, in which case the error message names it. `verbose=True` (the CLI's --verbose) lets it through.
 """
 
 from __future__ import annotations
@@ -19,13 +19,19 @@ _LOG: dict[str, Path | bool] = {}
 
 
 def spark_session(
-    master: str | None = None, app_name: str = "flinkdoctor", remote: str | None = None, input_bytes: int | None = None
+    master: str | None = None,
+    app_name: str = "flinkdoctor",
+    remote: str | None = None,
+    input_bytes: int | None = None,
+    verbose: bool = False,
 ):
-    """The session; `input_bytes`, when known, tunes a JVM this call starts to the input's size (jvm.py)."""
+    """The session; `input_bytes`, when known, tunes a JVM this call starts to the input's size (jvm.py);
+    `verbose` lets the output of a JVM this call starts through to the terminal."""
     from pyspark import SparkContext
     from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
+    from .conf import session_conf
     from .jvm import java_options
 
     if remote:
@@ -43,7 +49,7 @@ def spark_session(
         conf["spark.driver.extraJavaOptions"] = options
     for key, value in conf.items():
         builder = builder.config(key, value)
-    with _jvm_output_to_log():
+    with _jvm_output_to_log(verbose):
         try:
             spark = builder.getOrCreate()
         except PySparkRuntimeError:
@@ -77,25 +83,6 @@ def _server_session():
     return spark
 
 
-def session_conf() -> dict[str, str]:
-    """Spark settings of every flinkdoctor session (FLINKDOCTOR_SPARK_CONF=k=v,k=v overrides them)."""
-    conf = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "8",
-        "spark.sql.adaptive.enabled": "true",
-        "spark.driver.memory": os.environ.get("FLINKDOCTOR_DRIVER_MEMORY", "3g"),
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
-        "spark.python.worker.reuse": "true",
-        "spark.sql.parquet.compression.codec": "lz4_raw",
-    }
-    for item in filter(None, os.environ.get("FLINKDOCTOR_SPARK_CONF", "").split(",")):  # k=v,k=v overrides
-        key, _, value = item.partition("=")
-        conf[key.strip()] = value.strip()
-    return conf
-
-
 def spark_log() -> Path | None:
     """The file the JVM's output goes to, when flinkdoctor started the JVM quietly."""
     path = _LOG.get("path")
@@ -109,13 +96,13 @@ def keep_spark_log() -> Path | None:
 
 
 @contextmanager
-def _jvm_output_to_log():
+def _jvm_output_to_log(verbose: bool):
     """While the JVM starts, point file descriptors 1 and 2 at a log file: the JVM inherits them and keeps them
     for its life, and ours are restored at once. Nothing to do when the JVM already runs (spark-submit, a second
     session) or when the user asked to see Spark's output."""
     from pyspark import SparkContext
 
-    if os.environ.get("FLINKDOCTOR_VERBOSE") == "1" or SparkContext._gateway is not None:
+    if verbose or SparkContext._gateway is not None:
         yield
         return
     folder = Path(os.environ.get("FLINKDOCTOR_LOG_DIR") or tempfile.gettempdir())

@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 from .userstate import content_key, state_dir
 
 DEFAULT_PORT = 15002
@@ -77,7 +77,7 @@ def start(port: int = DEFAULT_PORT) -> dict:
     """Start the server in the background and wait until it accepts clients."""
     from pyspark.find_spark_home import _find_spark_home
 
-    from .spark import session_conf
+    from .conf import session_conf
 
     if (state := status()) is not None:
         return state

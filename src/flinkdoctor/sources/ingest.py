@@ -15,15 +15,15 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ..errors import InputError
+from ..runtime.workdir import fresh_folder, remove
 from . import yarn
 from .archives import Budget, is_archive, unpack
 from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, structured
-from .errors import InputError
 from .layouts import detect_layout
 from .rest import render, rest_events
 from .shapes import LineMap, is_record, plan
 from .staging import restage, stage
-from .workdir import fresh_folder, remove
 
 DEFAULT_MAX_UNPACKED = 20 * 1024**3
 YEAR_RE = re.compile(rb"\b((?:19|20)\d\d)-\d\d-\d\d[ T]\d\d:\d\d")

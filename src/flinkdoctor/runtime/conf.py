@@ -1,0 +1,24 @@
+"""The Spark settings of every session flinkdoctor starts: local, or the warm path's server (server.py)."""
+
+from __future__ import annotations
+
+import os
+
+
+def session_conf() -> dict[str, str]:
+    """Spark settings of every flinkdoctor session (FLINKDOCTOR_SPARK_CONF=k=v,k=v overrides them)."""
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.driver.memory": os.environ.get("FLINKDOCTOR_DRIVER_MEMORY", "3g"),
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.parquet.compression.codec": "lz4_raw",
+    }
+    for item in filter(None, os.environ.get("FLINKDOCTOR_SPARK_CONF", "").split(",")):  # k=v,k=v overrides
+        key, _, value = item.partition("=")
+        conf[key.strip()] = value.strip()
+    return conf
