@@ -1,4 +1,10 @@
-"""One SparkSession for the whole test run (local[2], UI off, few shuffle partitions, UTC)."""
+"""One SparkSession for the whole test run (local[2], UI off, few shuffle partitions, UTC), and the markers.
+
+Every test is marked `unit` (no Spark, no subprocess that starts one: the inner loop, `pytest -m unit`), `spark`
+(the shared session, or a `flinkdoctor` command that starts its own) or `live` (a real Flink cluster, a Spark
+standalone cluster or the warm path's server). A test that starts Spark without the shared fixtures says so with
+`@pytest.mark.spark`; the marks of each test are set here, in one place.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,18 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent / "data"
+SPARK_FIXTURES = {"spark", "diagnose_bundle"}
+LIVE_MODULES = {"test_lab_live.py", "test_live_lab.py", "test_fleet_cluster.py", "test_warm_server.py"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in LIVE_MODULES:
+            item.add_marker(pytest.mark.live)
+        elif item.get_closest_marker("spark") is None and SPARK_FIXTURES.isdisjoint(item.fixturenames):
+            item.add_marker(pytest.mark.unit)
+        elif item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -39,6 +57,7 @@ def rules():
 def diagnose_bundle(spark, rules, tmp_path_factory):
     """diagnose() on the shared session, memoised per bundle; the report as its JSON contract (a dict)."""
     from flinkdoctor.pipeline import diagnose
+    from flinkdoctor.views.contract import contract
 
     cache = {}
 
@@ -46,7 +65,7 @@ def diagnose_bundle(spark, rules, tmp_path_factory):
         key = (tuple(str(p) for p in paths), tuple(sorted(options.items())))
         if key not in cache:
             work = tmp_path_factory.mktemp("work")
-            cache[key] = diagnose(list(paths), spark=spark, work_dir=work, rules=rules, **options).to_dict()
+            cache[key] = contract(diagnose(list(paths), spark=spark, work_dir=work, rules=rules, **options))
         return cache[key]
 
     return run

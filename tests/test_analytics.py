@@ -320,7 +320,7 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
     def of(findings, rule):
         return sorted((f.sid, f.line, f.text, f.job_id, f.checkpoint_id) for f in findings if f.rule == rule)
 
-    for rule, n in few[1].items():
+    for (_, rule), n in few[1].items():
         chosen, every = of(many[0], rule), of(few[0], rule)
         assert len(chosen) == min(n, 2 * match.KEEP_PER_RULE) and set(chosen) <= set(every)
         if n <= 2 * match.KEEP_PER_RULE:

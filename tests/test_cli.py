@@ -26,6 +26,7 @@ def json_run():
     return run("diagnose", str(DATA / "seeds" / "003"), "--format", "json", "--fail-on", "host-stall")
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_json_on_stdout_is_the_contract(json_run):
     assert json_run.returncode == 1, json_run.stderr[-2000:]  # --fail-on matched
     report = json.loads(json_run.stdout)  # nothing but JSON on stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,28 @@ def test_backtracking_layout_header_is_refused_with_file_and_line(tmp_path):
     path.write_text("- id: bad\n  about: a layout for a test\n  header: '^(?<msg>(\\w+\\s?)+)$'\n  timed: false\n")
     with pytest.raises(RuleError, match=r"layouts.yaml:3: layout bad: .* can backtrack catastrophically"):
         load_layouts(path)
+
+
+def test_a_key_given_twice_is_refused_with_its_lines(tmp_path):
+    """YAML keeps the last of two equal keys without a word; every data file's loader refuses them instead."""
+    write_rule(tmp_path, "twice", extra="title: Said twice\n")
+    with pytest.raises(RuleError, match=r"twice.yaml:\d+: duplicate key 'title' \(first at line 2\)"):
+        load_rules([tmp_path], builtin=False)
+
+
+def test_shapes_file_is_checked_against_its_schema():
+    """shapes.yaml has a schema like every other data file: an unknown key or a strip without `about` is named."""
+    import jsonschema
+
+    from flinkdoctor.knowledge.validation import read_yaml, schema, schema_problems
+
+    text = (builtin_rules_dir().parents[1] / "sources" / "layouts" / "shapes.yaml").read_text()
+    validator = jsonschema.Draft202012Validator(schema("shapes"))
+    problems: list[str] = []
+    data, node = read_yaml("shapes.yaml", text, problems)
+    assert problems == [] and schema_problems(validator, data, node, "shapes.yaml") == []
+    broken = text.replace("  - id: quote\n    about: ", "  - id: quote\n    colour: ", 1) + "\nextra: 1\n"
+    data, node = read_yaml("shapes.yaml", broken, problems)
+    found = schema_problems(validator, data, node, "shapes.yaml")
+    assert any("(top): Additional properties are not allowed ('extra'" in p for p in found), found
+    assert any(re.search(r"shapes.yaml:\d+: strips/0: 'about' is a required property", p) for p in found), found

@@ -11,10 +11,11 @@ import pytest
 from fleetgen import WEEK_START, generate
 
 from flinkdoctor.fleet import lake
-from flinkdoctor.fleet.infra import authority, host_from_path, quorum
+from flinkdoctor.fleet.infra import authority, quorum
 from flinkdoctor.fleet.query import jobs_with, parse_time
 from flinkdoctor.fleet.recurrence import detect
 from flinkdoctor.fleet.report import build, render_html, render_json, render_terminal
+from flinkdoctor.sources.classify import host_from_path
 
 
 def wc_lines(folder: Path) -> int:
@@ -167,3 +168,25 @@ def test_cli_query_and_usage(fleet, capsys):
     with pytest.raises(SystemExit) as done:
         main(["fleet", "query", str(base / "lake")])
     assert done.value.code == 2
+
+
+def test_a_bundle_diagnosed_with_others_gets_the_report_it_gets_alone(spark, rules, tmp_path):
+    """The one diagnosis core: three real lab runs (checkpoint analytics, a configuration audit, unexplained
+    errors among them) diagnosed together, as the fleet does, give each the report `diagnose` gives it alone."""
+    from flinkdoctor.pipeline import diagnose, diagnose_bundles
+    from flinkdoctor.sources.ingest import ingest
+
+    lab = Path(__file__).parent / "data" / "lab"
+    bundles = [lab / "1.20.3" / "checkpoint-timeout.tar.gz", lab / "2.1.1" / "heap-oom.tar.gz"]
+    bundles.append(lab / "1.20.3" / "state-over-memory-limit.tar.gz")
+    manifests = [ingest([b], tmp_path / f"b{i}") for i, b in enumerate(bundles)]
+    together = diagnose_bundles(spark, manifests, tmp_path / "together", rules).reports
+    for bundle, report in zip(bundles, together, strict=True):
+        alone = diagnose([bundle], spark=spark, rules=rules, work_dir=tmp_path / f"alone-{bundle.stem}").to_dict()
+        mine = report.to_dict()
+        for data in (alone, mine):
+            data.pop("timings"), data.pop("work_dir", None)
+        assert mine == alone, bundle
+    checkpoint_timeout, heap_oom, state = (r.to_dict() for r in together)
+    assert checkpoint_timeout["checkpoints"]["jobs"] and checkpoint_timeout["config_audit"]["settings"]
+    assert heap_oom["unexplained_errors"] or state["unexplained_errors"]

@@ -289,6 +289,7 @@ def test_nothing_to_read_exits_3_without_spark(tmp_path, make):
     assert not list(tmp_path.glob("**/zeros.log"))
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_an_internal_error_exits_4_with_its_traceback_in_a_log(tmp_path):
     """A crash (here: an events table that Spark cannot write) must never look like a finding (exit 1)."""
     env = {"FLINKDOCTOR_LOG_DIR": str(tmp_path), "FLINKDOCTOR_SPARK_CONF": "spark.sql.parquet.compression.codec=nope"}
@@ -349,6 +350,7 @@ def test_gzip_of_a_real_log_is_read(diagnose_bundle, tmp_path):
 # -- the package as spark-submit runs it ----------------------------------------------------------------------------
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_spark_submit_runs_the_documented_recipe(tmp_path):
     import pyspark
 

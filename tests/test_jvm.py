@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import DATA
 from flinkdoctor.runtime import jvm
 
@@ -41,6 +43,7 @@ def test_no_archive_in_a_folder_spark_would_split(tmp_path, monkeypatch):
     assert jvm.java_options("3g", None) == ""
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_a_jvm_that_refuses_the_options_is_started_without_them(tmp_path):
     """Options the JVM does not know make it exit at once: the session is started again without them."""
     code = (
@@ -54,6 +57,7 @@ def test_a_jvm_that_refuses_the_options_is_started_without_them(tmp_path):
     assert run.returncode == 0 and run.stdout.strip() == "3", run.stderr[-2000:]
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_the_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
     env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path), "FLINKDOCTOR_JVM_ARCHIVE": "1"}
     answers = []

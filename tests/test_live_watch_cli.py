@@ -12,11 +12,13 @@ import subprocess
 import sys
 import time
 
+import pytest
 from rest_replay import ReplayServer, load
 
 from conftest import DATA
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_watch_reports_an_incident_and_stops_on_ctrl_c(tmp_path):
     rec = copy.deepcopy(load(DATA / "rest" / "2.1.1" / "recording.json"))
     job = rec["jobs"][0]

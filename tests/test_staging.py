@@ -9,13 +9,14 @@ from __future__ import annotations
 import gzip
 import re
 import tarfile
-import time
 import zlib
 from pathlib import Path
 
 import pytest
 
 from conftest import DATA, line_at
+from flinkdoctor.scan.events import plan
+from flinkdoctor.sources.ingest import ingest
 from flinkdoctor.sources.staging import MAX_LINE_BYTES, detect_encoding, find_long_line
 
 LAB = DATA / "lab" / "2.1.1"
@@ -135,9 +136,10 @@ def split_into_events(lines: list[bytes], files: int) -> list[list[bytes]]:
     return groups
 
 
-def test_many_small_files_cost_about_as_much_as_one(diagnose_bundle, tmp_path):
+def test_many_small_files_are_read_by_few_tasks(diagnose_bundle, tmp_path):
     """5,000 files of one event each against the same lines in one file: the same lines, events and findings,
-    and about the same time (many files used to cost a Spark listing job and a task per 32 files)."""
+    and the same work: one scan task reads them all (many files used to cost a Spark listing job and a task per
+    32 files). Their cost in seconds is a benchmark's business (bench/bench.py, the files axis), not a test's."""
     lines = []
     for bundle in sorted(LAB.glob("*.tar.gz"))[:20]:
         with tarfile.open(bundle) as archive:
@@ -151,13 +153,8 @@ def test_many_small_files_cost_about_as_much_as_one(diagnose_bundle, tmp_path):
     (one / "flink-root-taskexecutor-0-vm.log").write_bytes(b"".join(b"\n".join(g) + b"\n" for g in groups))
     for i, group in enumerate(groups):
         (small / f"flink-root-taskexecutor-{i:05d}-vm.log").write_bytes(b"\n".join(group) + b"\n")
-    diagnose_bundle(DATA / "seeds" / "000")  # a warm session for both
-    started = time.perf_counter()
     single = diagnose_bundle(one)
-    single_s = time.perf_counter() - started
-    started = time.perf_counter()
     many = diagnose_bundle(small)
-    many_s = time.perf_counter() - started
     for key in ("lines", "lines_in_events", "lines_unparsed", "events"):
         assert many["input"][key] == single["input"][key], key
     assert many["input"]["files"] == 5000
@@ -165,4 +162,5 @@ def test_many_small_files_cost_about_as_much_as_one(diagnose_bundle, tmp_path):
     for finding in many["findings"]:
         for item in finding["evidence"]:
             assert line_at(small / item["file"], item["line"]).startswith(item["text"].rstrip()), item
-    assert many_s < 2.5 * single_s + 3, (many_s, single_s)  # measured: about 1.5x (3.3 s against 2.2 s)
+    manifest = ingest([small], tmp_path / "work")
+    assert len(manifest.text_sources) == 5000 and len(plan(manifest.text_sources)) == 1

@@ -199,6 +199,7 @@ def test_markdown_renders_as_tables_and_blocks_without_markup_from_the_input(rep
 # -- the command line ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.spark  # starts Spark in a subprocess
 def test_cli_writes_html_and_markdown_and_keeps_sparks_output_away(tmp_path):
     """One run as a user would: Markdown on stdout, the HTML file beside it, and on stderr only flinkdoctor's line
     (Spark's banner and WARN lines go to a log that is removed after a good run)."""

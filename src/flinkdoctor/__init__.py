@@ -3,8 +3,8 @@
 The public API is small::
 
     import flinkdoctor
-    report = flinkdoctor.diagnose(["incident.tar.gz"])   # a Report; report.to_dict() is the JSON contract
-    print(flinkdoctor.render_json(report))
+    report = flinkdoctor.diagnose(["incident.tar.gz"])   # a Report (report.to_dict(): its data)
+    print(flinkdoctor.render_json(report))               # the JSON contract
 
 Errors are `flinkdoctor.FlinkdoctorError` subclasses (errors.py draws the tree and the exit code of each).
 Imports stay light: Spark starts only when `diagnose` runs.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .diagnosis.findings import match_events
@@ -11,7 +11,7 @@ from .errors import RuleError
 from .knowledge.rulebook import Rule
 from .scan.events import build_events
 from .scan.matcher import build_matcher
-from .sources.ingest import ingest
+from .sources.ingest import Source, ingest
 from .sources.layouts import layout_ids
 
 
@@ -55,14 +55,12 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
             planned.append((rule, index, case, f"{rule.id}/{index}.log"))
     if not planned:
         return []
-    manifest = ingest([bundle], work / "run")
+    read = ingest([bundle], work / "run")
+    told = {
+        rel: (case.kind or (rule.sources[0] if rule.sources else None), case.layout) for rule, _, case, rel in planned
+    }
+    manifest = replace(read, sources=tuple(_as_told(s, *told.get(s.path, (None, None))) for s in read.sources))
     by_path = {s.path: s for s in manifest.sources}
-    for rule, _, case, rel in planned:
-        source = by_path[rel]
-        if case.kind or rule.sources:
-            source.kind = case.kind or rule.sources[0]
-        if case.layout:
-            source.layout = case.layout
     matcher = build_matcher(rules)
     events = build_events(spark, manifest, work / "run", matcher.prefilter, matcher=matcher)
     found = match_events(events.table(spark), detail=False).select("sid", "rule").distinct().collect()
@@ -72,3 +70,8 @@ def run_cases(spark, rules: list[Rule], work_dir: str | Path | None = None) -> l
         sid = by_path[rel].id
         results.append(CaseResult(rule.id, index, case.expect_match, (sid, rule.id) in fired, case.source, case.text))
     return results
+
+
+def _as_told(source: Source, kind: str | None, layout: str | None) -> Source:
+    """The source as its case says to read it: of the rule's kind, in the case's layout (else as ingest found)."""
+    return replace(source, kind=kind or source.kind, layout=layout or source.layout)

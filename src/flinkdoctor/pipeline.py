@@ -1,22 +1,31 @@
-"""The pipeline, as one straight line: ingest -> events -> findings -> diagnosis -> report."""
+"""The one diagnosis core, as a straight line: sources -> events -> findings -> diagnosis -> report.
+
+`diagnose` (the command, the Python API, `watch`'s incidents) is one bundle through `diagnose_bundles`; `fleet`
+is many bundles through the same function. Every Spark stage runs once over all the bundles given (the scan,
+the findings, the measures, the unexplained errors), each result keyed by the bundle its source belongs to; the
+rest runs per bundle on the driver, over findings only. So a bundle diagnosed in a fleet gets exactly the report
+it gets alone: its analytics, configuration audit and unexplained errors included.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .analytics import analyse, analytics_rules, config_knowledge, extract, load_metrics
-from .diagnosis.correlate import correlate
-from .diagnosis.fallback import fallback
-from .diagnosis.findings import collect_findings, keep_applicable
-from .diagnosis.unexplained import unexplained_errors
+from .analytics import Analytics, analyse, analytics_rules, config_knowledge, extract, load_metrics
+from .analytics.metrics import Measure
+from .diagnosis.correlate import RootCause, correlate
+from .diagnosis.fallback import Outcome, fallback
+from .diagnosis.findings import Finding, collect_findings, keep_applicable
+from .diagnosis.unexplained import baseline, collect_templates, failure_time, top_templates
 from .knowledge.rulebook import Rule, load_rules
 from .knowledge.versions import detect
 from .options import check_flink_version, check_timezone, check_year
-from .report.model import Report, build_report
+from .report.model import Report, build_report, input_report
 from .runtime.workdir import WorkDir
-from .scan.events import build_events
+from .scan.events import EventsResult, build_events
 from .scan.matcher import build_matcher
 from .sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 
@@ -44,44 +53,136 @@ def diagnose(
     timezone, year = check_timezone(timezone), check_year(year)
     flink_version = check_flink_version(flink_version)
     rules = rules if rules is not None else load_rules(rules_dirs)  # a bad rule fails here, before Spark starts
-    load_metrics(), analytics_rules(), config_knowledge()  # so does bad analytics knowledge
+    check_knowledge()
     with WorkDir(work_dir, keep=keep_work_dir) as work:
-        return _run(paths, spark, work, timezone, year, flink_version, max_unpacked, rules, verbose)
+        started = time.perf_counter()
+        manifest = ingest(paths, work.path, year=year, max_unpacked=max_unpacked)
+        timings = {"ingest_s": round(time.perf_counter() - started, 3)}
+        if spark is None:
+            from .runtime.spark import spark_session
+
+            input_bytes = sum(s.size for s in manifest.sources if not s.derived)
+            spark = spark_session(input_bytes=input_bytes, verbose=verbose)
+        timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
+        done = diagnose_bundles(
+            spark, [manifest], work.path, rules, timezone=timezone, flink_version=flink_version, started=started
+        )
+        report = done.reports[0]
+        return replace(
+            report,
+            timings={**timings, **report.timings},
+            work_dir=str(work.path) if work.keep else None,
+        )
 
 
-def _run(
-    paths,
+def check_knowledge() -> None:
+    """Load (and so check) the analytics' knowledge: a broken file stops the run before Spark starts."""
+    load_metrics(), analytics_rules(), config_knowledge()
+
+
+@dataclass(frozen=True)
+class Diagnoses:
+    """What diagnose_bundles found: each bundle's report, in the order given, with the findings it rests on
+    (the fleet's lake keeps them), and the events table of them all."""
+
+    reports: list[Report]
+    findings: list[list[Finding]]
+    events: EventsResult
+    manifest: Manifest  # every bundle's sources, numbered as the events table numbers them
+    bundle_of: dict[int, int]  # source id (as numbered here) -> the bundle's position
+
+
+def diagnose_bundles(
     spark,
-    work: WorkDir,
-    timezone: str,
-    year: int | None,
-    flink_version: str | None,
-    max_unpacked: int,
+    manifests: Sequence[Manifest],
+    work: Path,
     rules: list[Rule],
-    verbose: bool,
-) -> Report:
-    timings = {}
-    started = time.perf_counter()
-    manifest = ingest(paths, work.path, year=year, max_unpacked=max_unpacked)
-    timings["ingest_s"] = round(time.perf_counter() - started, 3)
+    *,
+    timezone: str = "UTC",
+    flink_version: str | None = None,
+    started: float | None = None,
+) -> Diagnoses:
+    """The one diagnosis core: the bundles' sources (as ingest read them) -> each bundle's report.
 
-    if spark is None:
-        from .runtime.spark import spark_session
+    The Spark stages run once over every bundle; each bundle is then diagnosed on its own findings, measures and
+    templates: its Flink version (unless `flink_version` says it), the rules that hold for it, the analytics,
+    correlation, the fallback and the unexplained errors, exactly as for a bundle alone."""
+    started = time.perf_counter() if started is None else started
+    timings: dict[str, float] = {}
 
-        spark = spark_session(input_bytes=sum(s.size for s in manifest.sources if not s.derived), verbose=verbose)
-    timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
+    def lap(name: str) -> None:
+        timings[name] = round(time.perf_counter() - started, 3)
 
+    combined, views, bundle_of = combine(manifests)
     metrics = load_metrics()
     matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
-    events = build_events(spark, manifest, work.path, matcher.prefilter, timezone=timezone, matcher=matcher)
-    timings["events_s"] = round(time.perf_counter() - started, 3)
-
+    events = build_events(
+        spark, combined, work, matcher.prefilter, timezone=timezone, matcher=matcher, bundle_of=bundle_of
+    )
+    lap("events_s")
     table = events.table(spark)
-    findings, counts = collect_findings(table, events.blocks, manifest, events.stats["matched"])
-    timings["findings_s"] = round(time.perf_counter() - started, 3)
-    measures = extract(table, metrics, events.blocks, manifest, events.stats.get("measured"))
-
+    findings, counts = collect_findings(table, events.blocks, combined, events.stats["matched"])
+    lap("findings_s")
+    measures = extract(table, metrics, events.blocks, combined, events.stats.get("measured"))
+    found = _by_bundle(findings, bundle_of, len(manifests))
+    measured = _by_bundle(measures, bundle_of, len(manifests))
     by_id = {rule.id: rule for rule in rules}
+    every = {**analytics_rules(), **by_id}
+    diagnosed = []
+    for b, view in enumerate(views):
+        own = {rule: n for (bundle, rule), n in counts.items() if bundle == b}
+        diagnosed.append(_diagnose_one(view, found[b], own, measured[b], by_id, every, flink_version))
+    lap("analytics_s")
+    explained = {(f.sid, f.event_line or f.line) for one in diagnosed for f in one.findings}
+    templates = _by_bundle(
+        collect_templates(table, events.blocks, combined, explained, events.stats.get("warned")),
+        bundle_of,
+        len(manifests),
+    )
+    known = baseline()
+    lap("total_s")
+    reports = [
+        build_report(
+            view,
+            input_report(view, events.stats),
+            one.findings,
+            one.counts,
+            one.roots,
+            every,
+            one.version,
+            one.version_source,
+            timings,
+            outcome=one.outcome,
+            unexplained=top_templates(templates[b], known, failure_time(one.findings, one.roots, one.outcome)),
+            checkpoints=one.analytics.checkpoints,
+            config_audit=one.analytics.config_audit,
+        )
+        for b, (view, one) in enumerate(zip(views, diagnosed, strict=True))
+    ]
+    return Diagnoses(reports, [one.findings for one in diagnosed], events, combined, bundle_of)
+
+
+@dataclass(frozen=True)
+class _One:
+    findings: list[Finding]
+    counts: dict[str, int]
+    roots: list[RootCause]
+    outcome: Outcome
+    analytics: Analytics
+    version: str | None
+    version_source: str
+
+
+def _diagnose_one(
+    manifest: Manifest,
+    findings: list[Finding],
+    counts: dict[str, int],
+    measures: list[Measure],
+    rules: dict[str, Rule],
+    every: dict[str, Rule],
+    flink_version: str | None,
+) -> _One:
+    """One bundle on the driver: its version, the rules that hold for it, the analytics, correlation, fallback."""
     version, version_source = (
         (flink_version, "option")
         if flink_version
@@ -91,53 +192,37 @@ def _run(
             [s.document for s in manifest.sources if s.kind == "flink-rest-json"],
         )
     )
-    findings, counts = keep_applicable(findings, counts, by_id, version)  # rules limited to other versions
+    findings, counts = keep_applicable(findings, counts, rules, version)  # rules limited to other versions
     analytics = analyse(measures, manifest, version)  # checkpoint series, configuration audit: context findings
-    by_id = {**analytics_rules(), **by_id}
     findings, counts = findings + analytics.findings, {**analytics.counts, **counts}
-    timings["analytics_s"] = round(time.perf_counter() - started, 3)
-    roots = correlate(findings, counts, by_id)
-    outcome = fallback(findings, counts, roots, by_id, {s.kind for s in manifest.sources})  # a failure is never healthy
-    errors = unexplained_errors(
-        events.table(spark), events.blocks, manifest, findings, roots, outcome, warned=events.stats.get("warned")
-    )
-    timings["total_s"] = round(time.perf_counter() - started, 3)
-    return build_report(
-        manifest,
-        counters(manifest, events.stats),
-        findings,
-        counts,
-        roots,
-        by_id,
-        version,
-        version_source,
-        timings,
-        work_dir=str(work.path) if work.keep else None,
-        outcome=outcome,
-        unexplained=errors,
-        checkpoints=analytics.checkpoints,
-        config_audit=analytics.config_audit,
-    )
+    roots = correlate(findings, counts, every)
+    outcome = fallback(findings, counts, roots, every, {s.kind for s in manifest.sources})  # a failure is never healthy
+    return _One(findings, counts, roots, outcome, analytics, version, version_source)
 
 
-def counters(manifest: Manifest, stats: dict) -> dict:
-    """input.* counters; every line is in an event or unparsed, for text and structured sources alike."""
-    lines = in_events = unparsed = 0
-    events = stats.get("events", 0)
-    for source in manifest.sources:
-        if source.derived:
-            continue  # its lines are the JSON document's, counted there
-        if source.staged:
-            s = stats.get(source.id, {"lines": 0, "unparsed": 0})
-            source.lines, source.unparsed = s["lines"], s["unparsed"]
-            if source.line_map is not None:  # read into another shape: count the original's lines
-                source.lines = source.line_map.original_lines
-                before = source.line_map.original(s["unparsed"] + 1) - 1  # lines before the first placed one
-                source.unparsed = min(source.lines, before) if s["unparsed"] else 0
-        else:
-            events += 1 if source.lines else 0  # a JSON document, a config file, a YARN log's framing
-        lines += source.lines
-        unparsed += source.unparsed
-        in_events += source.lines - source.unparsed
-    files = len({s.path for s in manifest.sources if not s.derived})
-    return {"files": files, "lines": lines, "lines_in_events": in_events, "lines_unparsed": unparsed, "events": events}
+def combine(manifests: Sequence[Manifest]) -> tuple[Manifest, list[Manifest], dict[int, int]]:
+    """Every bundle's sources in one manifest, numbered one after another (a bundle's sources keep their order);
+    each bundle's own manifest with its sources so numbered (its findings' `sid`s point there); each source's
+    bundle. One bundle is itself: its sources are numbered from 0 already."""
+    if len(manifests) == 1:
+        only = manifests[0]
+        return only, [only], dict.fromkeys((s.id for s in only.sources), 0)
+    every: list = []
+    views, bundle_of, years = [], {}, []
+    for b, manifest in enumerate(manifests):
+        own = tuple(replace(source, id=len(every) + i) for i, source in enumerate(manifest.sources))
+        bundle_of.update(dict.fromkeys((s.id for s in own), b))
+        every += own
+        views.append(replace(manifest, sources=own))
+        years += [manifest.bundle_year] if manifest.bundle_year else []
+    year = max(set(years), key=years.count) if years else None  # the year syslog lines without one take
+    skipped = tuple(item for manifest in manifests for item in manifest.skipped)
+    return Manifest(tuple(every), manifests[0].work_dir, year, skipped), views, bundle_of
+
+
+def _by_bundle(items: list, bundle_of: dict[int, int], bundles: int) -> list[list]:
+    """Items that carry a source id (`sid`: findings, measures, templates) split by the bundle of their source."""
+    split: list[list] = [[] for _ in range(bundles)]
+    for item in items:
+        split[bundle_of[item.sid]].append(item)
+    return split

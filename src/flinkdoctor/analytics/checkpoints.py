@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+from ..knowledge.vocabulary import CheckpointStatus
 from ..sources.ingest import Manifest
 from .config import Effective, duration_ms
 from .metrics import Measure
@@ -28,12 +29,13 @@ from .model import (
     iso,
 )
 
-STATUS_OF = {
+STATUS_OF: dict[str, CheckpointStatus] = {
     "checkpoint-completed": "completed",
     "checkpoint-expired": "expired",
     "checkpoint-declined": "declined",
     "checkpoint-failed": "failed",
 }
+REST_STATUS: dict[str, CheckpointStatus] = {"completed": "completed", "failed": "failed", "in_progress": "in_progress"}
 FAILED = ("expired", "declined", "failed")
 PRECEDENCE = {"completed": 0, "expired": 1, "declined": 2, "failed": 3, "in_progress": 4}  # one status per checkpoint
 UNKNOWN_JOB = "unknown job"
@@ -50,7 +52,7 @@ class Point:
     job: str
     id: int | None
     time: datetime | None
-    status: str
+    status: CheckpointStatus
     duration_ms: float | None
     size_bytes: int | None
     file: str
@@ -153,8 +155,8 @@ def _rest_points(manifest: Manifest) -> list[Point]:
         for entry in history:
             if not isinstance(entry, dict) or entry.get("is_savepoint"):
                 continue
-            status = str(entry.get("status", "")).lower()
-            if status not in ("completed", "failed", "in_progress"):
+            status = REST_STATUS.get(str(entry.get("status", "")).lower())
+            if status is None:
                 continue
             failure = str(entry.get("failure_message") or "")
             if status == "failed" and "expired" in failure:
@@ -207,8 +209,7 @@ def _merge(points: list[Point]) -> list[Point]:
     return merged
 
 
-def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Limit | None, Limit | None, list[str]]:
-    notes = []
+def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Limit | None, Limit | None]:
     timeout = _configured(effective, "execution.checkpointing.timeout")
     if timeout is None:
         waits = sorted(p.duration_ms for p in points if p.status == "expired" and p.duration_ms and p.sid is not None)
@@ -228,8 +229,7 @@ def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Li
             interval = Limit(
                 round(statistics.median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines"
             )
-            notes.append("the interval is read from trigger times; a checkpoint still running delays the next one")
-    return timeout, interval, notes
+    return timeout, interval
 
 
 def _configured(effective: Effective, key: str) -> Limit | None:
@@ -284,7 +284,7 @@ def _failures(points: list[Point], interval: Limit | None) -> tuple[FailurePatte
 
 def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, paths) -> JobAnalysis:
     points = _merge(raw)
-    timeout, interval, notes = _limits(job, points, triggers, effective, paths)
+    timeout, interval = _limits(job, points, triggers, effective, paths)
     counts: dict[str, int] = {}
     for p in points:
         if p.stage == "checkpoint":
@@ -310,7 +310,6 @@ def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, p
         evidence["checkpoint-failures-periodic"] = episodes
     if over:
         evidence["checkpoint-longer-than-interval"] = over
-    summary = _summary(counts, pct, timeout, interval, trend, failures, over, ended, longest) + notes
     report = CheckpointJob(
         job=job,
         series=[_public(p) for p in points],
@@ -322,7 +321,6 @@ def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, p
         failures=failures,
         over_interval=len(over),
         longest_stage_ms=longest.duration_ms if longest else None,
-        summary=summary,
     )
     return JobAnalysis(report, points, {k: [p for p in v if p.sid is not None] for k, v in evidence.items()})
 
@@ -330,67 +328,3 @@ def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, p
 def _public(p: Point) -> CheckpointPoint:
     size = p.size_bytes
     return CheckpointPoint(p.id, iso(p.time), p.status, p.duration_ms, size, p.file, p.line, p.stage)
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.0f} ms"
-
-
-def _span(seconds: float) -> str:
-    if seconds >= 5400:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 90:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds:.0f} s"
-
-
-def _summary(counts, pct, timeout, interval, trend, failures, over, ended, longest) -> list[str]:
-    lines = []
-    if counts:
-        total = sum(counts.values())
-        lines.append(f"{total} checkpoints: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ".")
-    lines += [
-        f"{name} {_ms(limit.ms)}, from {limit.source}."
-        for name, limit in (("Timeout", timeout), ("Interval", interval))
-        if limit
-    ]
-    lines += _duration_lines(pct, timeout, interval, longest)
-    if interval and ended:
-        lines.append(
-            f"{len(over)} of {len(ended)} checkpoints took longer than the {_ms(interval.ms)} interval"
-            + (": the next one was due before they ended, so checkpoints run back to back." if over else ".")
-        )
-    if trend:
-        text = f"Trend: {trend.growth_ms_per_hour:+,.0f} ms per hour over {trend.points} completed checkpoints"
-        if trend.hours_to_timeout is not None:
-            text += f"; at this rate the timeout is reached in about {_span(trend.hours_to_timeout * 3600)}"
-        lines.append(text + ".")
-    if failures:
-        lines.append(_failure_line(failures))
-    return lines
-
-
-def _duration_lines(pct, timeout, interval, longest) -> list[str]:
-    lines = []
-    if pct:
-        text = f"Completed durations: p50 {_ms(pct['p50'])}, p95 {_ms(pct['p95'])}, max {_ms(pct['max'])}"
-        if timeout:
-            text += f"; p95 is {100 * pct['p95'] / timeout.ms:.1f} % of the timeout"
-        if interval:
-            text += f", {100 * pct['p95'] / interval.ms:.1f} % of the interval"
-        lines.append(text + ".")
-    if longest and longest.duration_ms is not None:
-        text = f"Longest timed step: {longest.stage} of checkpoint {longest.id} took {_ms(longest.duration_ms)}"
-        if timeout:
-            text += f", {longest.duration_ms / timeout.ms:.1f} x the {_ms(timeout.ms)} timeout"
-        lines.append(text + f" ({longest.file}:{longest.line}).")
-    return lines
-
-
-def _failure_line(failures: FailurePattern) -> str:
-    if failures.periodic and failures.period_s:
-        return f"Failures: {failures.failures}, periodic, every ~{_span(failures.period_s)}."
-    if failures.gaps_s:
-        low, high = _span(min(failures.gaps_s)), _span(max(failures.gaps_s))
-        return f"Failures: {failures.failures}, no steady period (gaps {low} to {high})."
-    return f"Failures: {failures.failures}."

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..knowledge.versions import matches, parse
+from ..knowledge.vocabulary import Severity
 from ..safety.masking import mask
 from ..sources.ingest import Manifest
 from .knowledge import Check, ConfigKnowledge, Use
@@ -126,7 +127,7 @@ class Risk:
     """A risky setting: the check, the assignment it is about (None: the key is not set), and the advice."""
 
     check_id: str
-    severity: str
+    severity: Severity
     key: str
     note: str
     suggested: str | None
@@ -262,7 +263,7 @@ def _version_keys(effective: Effective, version: str | None, knowledge: ConfigKn
                 if major2
                 else f"{key} is deprecated since Flink {rename.since}; use {rename.new}."
             )
-            severity = "warning" if major2 else "info"
+            severity: Severity = "warning" if major2 else "info"
             risks.append(Risk("config-key-of-other-version", severity, key, note, rename.new, assignment))
         elif key in knowledge.since and have < parse(knowledge.since[key]):  # type: ignore[operator]
             older = next((r.old for r in knowledge.renames if r.new == key), None)

@@ -13,7 +13,7 @@ from ..errors import RuleError
 from ..knowledge.rulebook import Rule
 from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
 from ..knowledge.versions import specifier
-from ..knowledge.vocabulary import CATEGORIES
+from ..knowledge.vocabulary import CATEGORIES, Severity
 
 FINDINGS_FILE = "knowledge/analytics-findings.yaml"
 CONFIG_FILE = "knowledge/config-keys.yaml"
@@ -42,7 +42,7 @@ class Use:
 class Check:
     id: str
     kind: str
-    severity: str
+    severity: Severity
     keys: tuple[str, ...]
     note: str
     use: tuple[Use, ...]

@@ -146,7 +146,8 @@ def _reduced(events, metrics: tuple[Metric, ...]):
       and kind, a line that gives the duration first, then file order;
     - a configuration property: one per key and value, the earliest;
     - where checkpoints are stored (a chk-N path, the memory backend): the first line of each.
-    The checkpoint analytics merge these per checkpoint as they would every line (checkpoints._merge).
+    The checkpoint analytics merge these per checkpoint as they would every line (checkpoints._merge). Every
+    group is within one bundle (the events' `bundle`), so bundles diagnosed together never merge.
     """
     from pyspark.sql import functions as F
 
@@ -163,6 +164,7 @@ def _reduced(events, metrics: tuple[Metric, ...]):
         .when(kind == "config-property", F.concat_ws("\0", kind, key, value))
         .otherwise(kind)
     )
+    group = F.concat_ws("\0", F.col("bundle").cast("string"), group)  # bundles diagnosed together stay apart
     sid, block, line = F.col("sid").cast("long"), F.col("block").cast("long"), (F.col("first_rel") + F.col("m.idx"))
     first = F.when(kind == "config-property", F.coalesce(F.unix_micros("time"), F.lit(-(2**63))))
     first = first.when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), captures["duration_ms"].isNull().cast("long"))
@@ -183,5 +185,5 @@ def _measured(events):
     from pyspark.sql import functions as F
 
     return events.where(F.size("measures") > 0).select(
-        "sid", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
+        "sid", "bundle", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
     )

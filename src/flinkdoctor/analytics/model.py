@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ..knowledge.vocabulary import CheckpointStatus, Severity
+
 
 def iso(time: datetime | None) -> str | None:
     if time is None:
@@ -20,7 +22,7 @@ class CheckpointPoint:
 
     id: int | None
     time: str | None  # when it ended (completed, expired, failed, declined) or, for `in_progress`, was triggered
-    status: str  # completed | declined | expired | failed | in_progress
+    status: CheckpointStatus
     duration_ms: float | None  # end to end (trigger to completion or failure); for a `stage` the step's own time
     size_bytes: int | None
     file: str  # where it was read: a log line or a REST document
@@ -69,7 +71,6 @@ class CheckpointJob:
     failures: FailurePattern | None
     over_interval: int  # completed checkpoints that took longer than the interval (they pile up)
     longest_stage_ms: float | None  # the longest timed step (storage-close) seen, e.g. one HDFS close
-    summary: list[str]  # the sentences a view prints, e.g. "p95 4,980 ms = 99.6 % of the 5,000 ms timeout"
 
     @property
     def timeout_ms(self) -> float | None:
@@ -94,7 +95,7 @@ class ConfigSetting:
     value: str
     source: str  # where the effective value came from: "flink-conf.yaml:3", "jobmanager.log:40", "REST ...", "default"
     overridden: list[str] = field(default_factory=list)  # earlier places that set it to something else ("file: value")
-    severity: str | None = None  # None (fine) | info | warning | critical
+    severity: Severity | None = None  # None: fine
     note: str = ""  # why it is risky
     suggested_key: str | None = None  # the key to use on this version (for a renamed or removed key)
     rule: str | None = None  # the finding's rule id, when it is risky

@@ -20,7 +20,7 @@ from importlib import resources
 from ..errors import RuleError
 from ..knowledge.rulebook import Rule
 from ..knowledge.validation import read_yaml, schema_problems
-from ..knowledge.vocabulary import CATEGORIES
+from ..knowledge.vocabulary import CATEGORIES, Verdict
 from .correlate import RootCause
 from .findings import OMITTED, Finding
 
@@ -40,7 +40,6 @@ HOW = {
 }
 # unexplained symptoms are listed beside any verdict: alone they are not a failure (a checkpoint that cannot be
 # triggered while a job starts is routine), and their cause is by definition not in the input
-VERDICTS = ("known-cause", "derived-cause", "no-failure")
 
 _CLASS = r"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*"
 _THROWN = r"(?:Exception|Error|Throwable|Failure|Fault)\w*"
@@ -121,7 +120,7 @@ class Unexplained:
 
 @dataclass
 class Outcome:
-    verdict: str
+    verdict: Verdict
     derived: list[DerivedCause]
     unexplained: list[Unexplained]
 
@@ -277,7 +276,7 @@ def fallback(
         if derived:
             explained |= set(known.failure_rules)
     unexplained = _unexplained(findings, counts, rules, explained, kinds)
-    verdict = "known-cause" if roots else "derived-cause" if derived else "no-failure"
+    verdict: Verdict = "known-cause" if roots else "derived-cause" if derived else "no-failure"
     return Outcome(verdict, derived, unexplained)
 
 

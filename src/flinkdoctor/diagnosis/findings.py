@@ -77,7 +77,7 @@ def match_events(events, detail: bool = True):
     from pyspark.sql import functions as F
 
     found = events.where(F.size("matches") > 0).select("*", F.explode("matches").alias("m"))
-    keys = ["sid", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
+    keys = ["sid", "bundle", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
     if not detail:
         return found.select(*keys)
     entities = []
@@ -103,8 +103,12 @@ def match_events(events, detail: bool = True):
     )
 
 
-def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> tuple[list[Finding], dict[str, int]]:
-    """Every rule's exact count, and its earliest and latest instances in detail.
+Counts = dict[tuple[int, str], int]  # (bundle, rule) -> the rule's exact count in that bundle
+
+
+def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> tuple[list[Finding], Counts]:
+    """Per bundle (the events' `bundle`: one, or a fleet's many) every rule's exact count, and its earliest and
+    latest instances in detail.
 
     The scan tasks counted the `matched` (event, rule) matches. When they are few, one job reads them all in
     detail; else one aggregation over their keys gives the counts and chooses the instances, and a second job reads
@@ -113,16 +117,16 @@ def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> 
     """
     if matched <= FEW:
         detailed = match_events(events).collect() if matched else []
-        counts: dict[str, int] = {}
+        counts: Counts = {}
         for row in detailed:
-            counts[row.rule] = counts.get(row.rule, 0) + 1
+            counts[row.bundle, row.rule] = counts.get((row.bundle, row.rule), 0) + 1
         return _findings(detailed, blocks, manifest), counts
-    rows, groups = earliest_and_latest(match_events(events, detail=False), ["rule"])
-    return detail_findings(events, blocks, manifest, rows), {group["rule"]: group["cnt"] for group in groups}
+    rows, groups = earliest_and_latest(match_events(events, detail=False), ["bundle", "rule"])
+    return detail_findings(events, blocks, manifest, rows), {(g["bundle"], g["rule"]): g["cnt"] for g in groups}
 
 
 def earliest_and_latest(found, by: list[str]) -> tuple[list[dict], list[dict]]:
-    """Per group of the `by` columns (the rule; a fleet's bundle and rule), the keys of its earliest and latest
+    """Per group of the `by` columns (bundle and rule), the keys of its earliest and latest
     KEEP_PER_RULE matches, and its count: one aggregation that keeps only the KEEP_PER_RULE least and greatest
     of each group in each task, instead of sorting every match. Ordered by time (unknown first), then by place
     (source, range, line), so every run chooses the same. Returns (the chosen keys with their group's columns,

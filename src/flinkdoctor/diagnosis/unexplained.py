@@ -38,7 +38,7 @@ TOP = 5  # templates shown in the report
 RARE = 0.5  # rarity above which a template is reported: seen in fewer than half of the healthy runs
 NEAR_S = 60.0  # closeness halves at this distance (seconds) from the failure
 UNTIMED_CLOSENESS = 0.25  # a template with no time cannot be placed near the failure
-MAX_TEMPLATES = 20_000  # templates collected to the driver (a bundle rarely has more than a few hundred)
+MAX_TEMPLATES = 20_000  # templates collected to the driver per bundle (a bundle rarely has more than a few hundred)
 FEW = 20_000  # up to this many WARN+ events are grouped on the driver
 TEXT_MAX = 600  # chars of the evidence line
 SEVERITY = {level: rank for rank, level in enumerate(("WARN", "WARNING", "ERROR", "FATAL"))}
@@ -143,11 +143,13 @@ def with_file_lines(events, blocks: dict, manifest: Manifest):
 def collect_templates(
     events, blocks: dict, manifest: Manifest, explained: Iterable[tuple[int, int]] = (), warned: int | None = None
 ) -> list:
-    """Every template of the WARN+ events, less the events in `explained` ((sid, file line) of findings' events).
+    """Every template of the WARN+ events, less the events in `explained` ((sid, file line) of findings' events),
+    per bundle (the events' `bundle`; a template's evidence `sid` says which).
     When the scan tasks counted at most FEW `warned` events, Spark masks them and the driver groups them: two
     shuffles cost more than the grouping for a small bundle (the warm path's largest query).
 
     Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
@@ -164,6 +166,7 @@ def collect_templates(
     if warned is not None and warned <= FEW:
         return _grouped_here(
             warn.select(
+                "bundle",
                 F.coalesce("logger", F.lit("")).alias("logger"),
                 template_column(F.coalesce("message", F.lit(""))).alias("template"),
                 "level",
@@ -174,6 +177,7 @@ def collect_templates(
         )
     messages = (  # the same message repeats: group by it first, so the masks run once per distinct message
         warn.select(
+            "bundle",
             F.coalesce("logger", F.lit("")).alias("logger"),
             F.coalesce("message", F.lit("")).alias("message"),
             "level",
@@ -182,7 +186,7 @@ def collect_templates(
             evidence.alias("evidence"),
             order.alias("order"),
         )
-        .groupBy("logger", "message")
+        .groupBy("bundle", "logger", "message")
         .agg(
             F.count(F.lit(1)).alias("count"),
             F.max_by("level", "severity").alias("level"),
@@ -195,16 +199,19 @@ def collect_templates(
     )
     grouped = (
         messages.select("*", template_column(F.col("message")).alias("template"))
-        .groupBy("logger", "template")
+        .groupBy("bundle", "logger", "template")
         .agg(
             F.sum("count").alias("count"),
             F.max_by("level", "severity").alias("level"),
             F.min("first").alias("first"),
             F.max("last").alias("last"),
             F.min_by("evidence", "order").alias("evidence"),
+            F.max("severity").alias("severity"),
         )
-        .limit(MAX_TEMPLATES)
     )
+    # at most MAX_TEMPLATES per bundle, the most severe and rarest first: a fleet's bundles each keep theirs
+    each = Window.partitionBy("bundle").orderBy(F.desc("severity"), "count", "logger", "template")
+    grouped = grouped.withColumn("nth", F.row_number().over(each)).where(F.col("nth") <= MAX_TEMPLATES)
     return [_template(row, row["count"], row.level, row.first, row.last) for row in grouped.collect()]
 
 
@@ -212,11 +219,11 @@ def _grouped_here(rows: list) -> list:
     """The templates of masked rows (logger, template, level, severity, time, evidence), grouped as Spark groups
     them: the count, the most severe level, the first and last time, and the evidence of the earliest event
     (by time, the untimed last, then by source and line: Spark's `order`)."""
-    groups: dict[tuple[str, str], list] = {}
+    groups: dict[tuple[int, str, str], list] = {}
     for row in rows:
-        groups.setdefault((row.logger, row.template), []).append(row)
+        groups.setdefault((row.bundle, row.logger, row.template), []).append(row)
     templates = []
-    for same in list(groups.values())[:MAX_TEMPLATES]:
+    for same in groups.values():
         times = [row.time for row in same if row.time is not None]
         earliest = min(same, key=lambda r: (r.time is None, r.time or datetime.min, r.evidence.sid, r.evidence.line))
         most = max(same, key=lambda row: row.severity)
@@ -294,18 +301,6 @@ def failure_time(findings: list[Finding], roots: list[RootCause], outcome: Outco
     return min(failures) if failures else None
 
 
-def unexplained_errors(
-    events,
-    blocks: dict,
-    manifest: Manifest,
-    findings: list[Finding],
-    roots: list[RootCause],
-    outcome: Outcome | None,
-    top: int = TOP,
-    warned: int | None = None,
-) -> list[Ranked]:
-    """The top templates rarer than RARE in healthy runs, ranked against the failure's time."""
-    explained = {(f.sid, f.event_line or f.line) for f in findings}
-    templates = collect_templates(events, blocks, manifest, explained, warned)
-    ranked = rank(templates, baseline(), failure_time(findings, roots, outcome))
-    return [r for r in ranked if r.rarity > RARE][:top]
+def top_templates(templates: list[Template], known: Baseline, failure: datetime | None, top: int = TOP) -> list[Ranked]:
+    """The `top` templates rarer than RARE in healthy runs, ranked against the failure's time."""
+    return [r for r in rank(templates, known, failure) if r.rarity > RARE][:top]

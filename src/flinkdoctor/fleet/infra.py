@@ -4,13 +4,10 @@ ZooKeeper quorum, Kafka cluster. These are the keys recurrence groups findings b
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..sources.ingest import Source
 
-FLINK_LOG_HOST = re.compile(
-    r"flink-[^/]*?-(?:standalonesession|taskexecutor|jobmanager|taskmanager|historyserver|client|zookeeper)"
-    r"(?:-\d+)?-([A-Za-z0-9][A-Za-z0-9.-]*?)\.(?:log|out)(?:\.\d+)?$"
-)
 AUTHORITY = re.compile(r"^(hdfs|viewfs|s3a?|s3n|gs|abfss?|oss|wasbs?)://([^/\s'\"]+)", re.I)
 STORAGE_KEYS = (
     "state.checkpoints.dir",
@@ -28,12 +25,6 @@ KAFKA_TEXT = re.compile(
 STORAGE_CATEGORIES = ("checkpoint-storage", "hdfs", "savepoint")
 ZK_CATEGORIES = ("zookeeper", "ha-")
 KAFKA_CATEGORIES = ("kafka",)
-
-
-def host_from_path(path: str) -> str | None:
-    """Flink names its log files flink-<user>-<service>-<n>-<host>.log: the host the process ran on."""
-    m = FLINK_LOG_HOST.search(path)
-    return m.group(1) if m else None
 
 
 def authority(path: str | None) -> str | None:
@@ -54,7 +45,7 @@ def quorum(value: str) -> str:
     return ",".join(sorted(part.strip().lower() for part in value.split(",") if part.strip()))
 
 
-def bundle_infra(sources: list[Source]) -> dict[str, set[str]]:
+def bundle_infra(sources: Sequence[Source]) -> dict[str, set[str]]:
     """Hosts, storage authorities, ZooKeeper quorums and Kafka clusters named by a bundle's files and config."""
     found: dict[str, set[str]] = {"host": set(), "storage": set(), "zookeeper": set(), "kafka": set()}
     for source in sources:

@@ -1,43 +1,29 @@
 """Run: every new bundle under the roots diagnosed in one Spark application, its results appended to the lake.
 
-Ingest runs per bundle on the driver (each into its own folder, a failure recorded with its reason); the
-bundles' sources are then renumbered into one manifest, so the Spark stages run once for the whole fleet:
-one events pass (build_events) and one findings pass (match_events), whose instances are chosen per bundle and
-rule. Correlation, the fallback and the report model then run per bundle on the driver, over findings only.
+Ingest runs per bundle on the driver (each into its own folder, a failure recorded with its reason); then the one
+diagnosis core (pipeline.diagnose_bundles) diagnoses them all together: its Spark stages run once for the whole
+fleet, and each bundle gets the report `diagnose` gives it alone.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import timezone as tz
 from pathlib import Path
 
-from ..diagnosis.correlate import correlate
-from ..diagnosis.fallback import fallback
-from ..diagnosis.findings import (
-    Finding,
-    block_offsets,
-    detail_findings,
-    earliest_and_latest,
-    keep_applicable,
-    match_events,
-)
+from ..analytics import analytics_rules
+from ..diagnosis.findings import Finding, block_offsets
 from ..errors import FlinkdoctorError
 from ..knowledge.rulebook import Rule
-from ..knowledge.versions import detect
-from ..pipeline import counters
-from ..report.model import Report, build_report
+from ..pipeline import Diagnoses, check_knowledge, diagnose_bundles
+from ..report.model import Report
 from ..runtime.workdir import WorkDir
-from ..scan.events import build_events
-from ..scan.matcher import build_matcher
-from ..sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
+from ..sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 from . import lake
 from .discover import Bundle, discover
-from .infra import bundle_infra, finding_keys, host_from_path
+from .infra import bundle_infra, finding_keys
 
 
 @dataclass
@@ -69,6 +55,7 @@ def run_fleet(
     max_unpacked: int = DEFAULT_MAX_UNPACKED,
 ) -> RunResult:
     """Diagnose the bundles under `roots` not yet in the lake and append them to it."""
+    check_knowledge()
     started = time.perf_counter()
     run = datetime.now(tz.utc).strftime("%Y%m%dT%H%M%SZ")
     result = RunResult(run)
@@ -84,37 +71,28 @@ def run_fleet(
             seen.add(bundle.digest)
             fresh.append(Ingested(bundle))
     with WorkDir(work_dir) as work:
-        combined, owner = _ingest_all(fresh, work.path, year, max_unpacked)
+        _ingest_all(fresh, work.path, year, max_unpacked)
         result.timings["ingest_s"] = round(time.perf_counter() - started, 3)
         if spark is None:
             from ..runtime.spark import spark_session
 
             spark = spark_session(app_name="flinkdoctor-fleet")
-        reports, events = {}, None
-        if combined.text_sources:
-            matcher = build_matcher(rules)
-            events = build_events(spark, combined, work.path, matcher.prefilter, timezone=timezone, matcher=matcher)
-            result.timings["events_s"] = round(time.perf_counter() - started, 3)
-            findings, counts = _findings(spark, events, combined, owner)
-            result.timings["findings_s"] = round(time.perf_counter() - started, 3)
-            reports = _diagnose_each(fresh, findings, counts, rules, events.stats)
-        result.timings["correlate_s"] = round(time.perf_counter() - started, 3)
-        _write(spark, lake_dir, run, fresh, reports, events, owner, combined, rules)
+        read = [item for item in fresh if item.manifest is not None]
+        done = None
+        if read:
+            manifests = [item.manifest for item in read if item.manifest is not None]
+            done = diagnose_bundles(spark, manifests, work.path, rules, timezone=timezone, started=started)
+            result.timings.update({k: v for k, v in done.reports[0].timings.items() if k != "total_s"})
+        result.timings["diagnosis_s"] = round(time.perf_counter() - started, 3)
+        _write(spark, lake_dir, run, fresh, read, done, rules)
         result.timings["lake_s"] = round(time.perf_counter() - started, 3)
     result.new = sum(1 for item in fresh if item.status == "ok")
     result.failed = sum(1 for item in fresh if item.status == "failed")
     return result
 
 
-def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacked: int):
-    """Ingest each bundle into its own folder, then renumber every source into one manifest whose staged files
-    are `<sid>.log` again (the events stage reads the source id from the name)."""
-    staging = work / "sources"
-    staging.mkdir(parents=True, exist_ok=True)
-    sources: list[Source] = []
-    owner: dict[int, str] = {}  # sid -> bundle_id
-    skipped: list[dict] = []
-    years: list[int] = []
+def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacked: int) -> None:
+    """Ingest each bundle into its own folder; one that cannot be read is recorded with its reason."""
     for number, item in enumerate(items):
         if item.status != "ok":
             continue
@@ -122,85 +100,25 @@ def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacke
             item.status, item.reason = "failed", item.bundle.error
             continue
         try:
-            manifest = ingest([item.bundle.path], work / "bundles" / str(number), year=year, max_unpacked=max_unpacked)
+            item.manifest = ingest(
+                [item.bundle.path], work / "bundles" / str(number), year=year, max_unpacked=max_unpacked
+            )
         except Exception as err:  # noqa: BLE001 - one bundle never stops the fleet: recorded with its reason
             reason = str(err) if isinstance(err, (FlinkdoctorError, OSError)) else f"{type(err).__name__}: {err}"
             reason = reason.replace(str(item.bundle.path), item.bundle.name)
             item.status, item.reason = "failed", reason.removeprefix(f"{item.bundle.name}: ")
-            continue
-        for source in manifest.sources:
-            source.id, old = len(sources), source.staged
-            if old:
-                source.staged = str(staging / f"{source.id:05d}.log")
-                os.replace(old, source.staged)
-            source.host = source.host or host_from_path(source.path)
-            sources.append(source)
-            owner[source.id] = item.bundle.bundle_id
-        item.manifest = manifest
-        skipped += [{**s, "path": f"{item.bundle.name}/{s['path']}"} for s in manifest.skipped]
-        years += [manifest.bundle_year] if manifest.bundle_year else []
-    bundle_year = year or (Counter(years).most_common(1)[0][0] if years else None)
-    return Manifest(sources=sources, work_dir=work, bundle_year=bundle_year, skipped=skipped), owner
 
 
-def _findings(spark, events, manifest: Manifest, owner: dict[int, str]):
-    """Per bundle and rule: the exact count and the earliest and latest instances, in detail."""
-    from pyspark.sql import functions as F
-
-    owners = spark.createDataFrame(list(owner.items()), "sid int, bundle_id string")
-    frame = events.table(spark)
-    found = match_events(frame, detail=False).join(F.broadcast(owners), "sid")
-    rows, groups = earliest_and_latest(found, ["bundle_id", "rule"])
-    findings = detail_findings(frame, events.blocks, manifest, rows)
-    counts: dict[str, dict[str, int]] = {}
-    for group in groups:
-        counts.setdefault(group["bundle_id"], {})[group["rule"]] = group["cnt"]
-    return findings, counts
-
-
-def _diagnose_each(items: list[Ingested], findings: list[Finding], counts: dict, rules: list[Rule], stats: dict):
-    """The report model of each bundle: version, applicable rules, correlation and fallback, as `diagnose`."""
-    by_id = {rule.id: rule for rule in rules}
-    by_bundle: dict[str, list[Finding]] = {}
-    sid_bundle = {s.id: item.bundle.bundle_id for item in items if item.manifest for s in item.manifest.sources}
-    for finding in findings:
-        by_bundle.setdefault(sid_bundle[finding.sid], []).append(finding)
-    reports: dict[str, tuple[list[Finding], Report]] = {}
-    for item in items:
-        if item.manifest is None:
-            continue
-        bundle_id, manifest = item.bundle.bundle_id, item.manifest
-        found, count = by_bundle.get(bundle_id, []), counts.get(bundle_id, {})
-        version, version_source = detect(
-            [f.captures["version"] for f in found if f.rule == "flink-version" and f.captures.get("version")],
-            [s.document for s in manifest.sources if s.kind == "flink-config" and isinstance(s.document, dict)],
-            [s.document for s in manifest.sources if s.kind == "flink-rest-json"],
-        )
-        found, count = keep_applicable(found, count, by_id, version)
-        roots = correlate(found, count, by_id)
-        outcome = fallback(found, count, roots, by_id, {s.kind for s in manifest.sources})
-        own_stats = {s.id: stats[s.id] for s in manifest.sources if s.id in stats}  # events: fleet-wide only
-        reports[bundle_id] = (
-            found,
-            build_report(
-                manifest,
-                counters(manifest, own_stats),
-                found,
-                count,
-                roots,
-                by_id,
-                version,
-                version_source,
-                outcome=outcome,
-            ),
-        )
-    return reports
-
-
-def _write(spark, lake_dir, run: str, items: list[Ingested], reports: dict, events, owner, manifest, rules):
+def _write(
+    spark, lake_dir, run: str, items: list[Ingested], read: list[Ingested], done: Diagnoses | None, rules: list[Rule]
+) -> None:
     """The run's rows in every table; bundles last, so a run cut short is re-done in full next time."""
-    by_rule = {rule.id: rule for rule in rules}
-    paths = {s.id: s.path for s in manifest.sources}
+    by_rule = {**analytics_rules(), **{rule.id: rule for rule in rules}}
+    reports: dict[str, tuple[list[Finding], Report]] = {}
+    if done is not None:
+        for position, item in enumerate(read):
+            reports[item.bundle.bundle_id] = (done.findings[position], done.reports[position])
+    paths = {s.id: s.path for s in done.manifest.sources} if done else {}
     now = datetime.now(tz.utc).replace(tzinfo=None)
     finding_rows, diagnosis_rows, bundle_rows = [], [], []
     for item in items:
@@ -228,6 +146,7 @@ def _write(spark, lake_dir, run: str, items: list[Ingested], reports: dict, even
                     "run": run,
                 }
             )
+        verdict = report.verdict if report else None
         for rank, root in enumerate(report.root_causes if report else [], start=1):
             diagnosis_rows.append(
                 {
@@ -237,7 +156,7 @@ def _write(spark, lake_dir, run: str, items: list[Ingested], reports: dict, even
                     "first_seen": root.first_seen,
                     "chain": [step.rule for step in root.chain],
                     "derived": root.derived,
-                    "verdict": report.verdict,
+                    "verdict": verdict,
                     "run": run,
                 }
             )
@@ -268,8 +187,9 @@ def _write(spark, lake_dir, run: str, items: list[Ingested], reports: dict, even
         )
     lake.append(spark, lake_dir, "findings", finding_rows)
     lake.append(spark, lake_dir, "diagnoses", diagnosis_rows)
-    if events is not None:
-        _write_events(spark, lake_dir, run, events, owner, manifest)
+    if done is not None:
+        owner = {sid: read[b].bundle.bundle_id for sid, b in done.bundle_of.items()}
+        _write_events(spark, lake_dir, run, done.events, owner, done.manifest)
     lake.append(spark, lake_dir, "bundles", bundle_rows)
 
 

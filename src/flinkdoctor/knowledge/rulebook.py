@@ -20,7 +20,7 @@ from ..runtime.userstate import cached, content_key, store
 from .regexes import checked, parse, sre
 from .validation import line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
-from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS
+from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS, Level, Role
 
 MATCH_FIELDS = ("text", "message", "logger", "exception", "thread")
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -37,7 +37,7 @@ class Signature:
     logger: str | None = None
     exception: str | None = None  # any exception of the chain (the event's own and every Caused by)
     thread: str | None = None
-    level: tuple[str, ...] = ()  # one of these levels, when given
+    level: tuple[Level, ...] = ()  # one of these levels, when given
     literal: str | None = None  # a substring every match holds, when the regexes imply none
 
     def regexes(self) -> tuple[tuple[str, str], ...]:
@@ -107,7 +107,7 @@ class Rule:
     id: str
     title: str
     category: str
-    role: str
+    role: Role
     signatures: tuple[Signature, ...]
     explanation: str
     references: tuple[str, ...]

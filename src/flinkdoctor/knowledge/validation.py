@@ -1,4 +1,5 @@
-"""The YAML edge: read a data file of the package (rules, relation sets, layouts), check it against its JSON schema,
+"""The YAML edge: read a data file of the package (rules, relation sets, layouts, shapes, knowledge), check it against
+its JSON schema,
 and say what is wrong as `file:line: where: reason`, every problem at once.
 
 Past this edge the data is turned into frozen typed objects (rulebook.Rule, layouts.Layout) and trusted.
@@ -23,10 +24,17 @@ def schema(name: str) -> dict:
 
 
 def read_yaml(path: Path | str, text: str, problems: list[str]):
-    """(data, node) of a YAML document, the node giving line numbers; (None, None) and a problem when invalid."""
+    """(data, node) of a YAML document, the node giving line numbers; (None, None) and a problem when invalid.
+    A key given twice in one mapping is a problem: YAML would silently keep the last one."""
     loader = LOADER(text)
     try:
         node = loader.get_single_node()
+        duplicates = sorted(_duplicate_keys(node))
+        if duplicates:
+            problems += [
+                f"{path}:{line}: duplicate key {key!r} (first at line {first})" for line, key, first in duplicates
+            ]
+            return None, None
         return (loader.construct_document(node) if node else None), node
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
@@ -34,6 +42,24 @@ def read_yaml(path: Path | str, text: str, problems: list[str]):
         return None, None
     finally:
         loader.dispose()
+
+
+def _duplicate_keys(root):
+    """(line, key, line of its first occurrence) of every key repeated within one mapping of the node tree."""
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 1
+                    if key.value in seen:
+                        yield line, key.value, seen[key.value]
+                    seen.setdefault(key.value, line)
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def schema_problems(validator, data, node, path: Path | str) -> list[str]:

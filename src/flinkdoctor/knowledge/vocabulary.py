@@ -1,5 +1,6 @@
-"""The closed vocabularies of the knowledge base, in one place: rule and layout schemas, the loader and the tests
-read them from here, so a category or a source kind is added once.
+"""The closed vocabularies of the knowledge base and the report, in one place: rule and layout schemas, the
+loader, the models and the tests read them from here, so a category or a source kind is added once. Those the
+models carry are `Literal` types as well, so the type checker holds every value to its list.
 
 CATEGORIES is the root-cause category contract (reports, dashboards and accuracy scoring group by it), copied
 with its descriptions from the project's shared knowledge base (kb/categories.md, the table "Root-cause
@@ -8,7 +9,7 @@ categories"); the list grows by decision, not by accident. SOURCE_KINDS are the 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 
 class Category(NamedTuple):
@@ -173,9 +174,21 @@ SOURCE_KINDS: tuple[str, ...] = (
     "unknown",
 )
 # A rule's part in a diagnosis: a cause can be a root cause; a symptom is explained by one; context only informs.
-ROLES: tuple[str, ...] = ("cause", "symptom", "context")
+Role = Literal["cause", "symptom", "context"]
+ROLES: tuple[Role, ...] = get_args(Role)
 # Log levels a signature can require (layouts upper-case the level they read).
-LEVELS: tuple[str, ...] = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+Level = Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
+LEVELS: tuple[Level, ...] = get_args(Level)
+# A diagnosis's answer: a signature names the cause; the cause is derived from the failure's own exception chain;
+# the input shows no failure.
+Verdict = Literal["known-cause", "derived-cause", "no-failure"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+# How a checkpoint ended, as the analytics read it (in_progress: triggered, no end seen).
+CheckpointStatus = Literal["completed", "declined", "expired", "failed", "in_progress"]
+CHECKPOINT_STATUSES: tuple[CheckpointStatus, ...] = get_args(CheckpointStatus)
+# How risky a setting of the configuration audit is.
+Severity = Literal["info", "warning", "critical"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 # Where a cause and its effect must both be for a relation to link them (unknown host/job counts as compatible).
 SCOPES: tuple[str, ...] = ("any", "host", "job", "source")
 # Units of a rule's captured values.

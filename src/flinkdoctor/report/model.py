@@ -1,17 +1,8 @@
 """Report: one typed model of a diagnosis, built from findings and root causes; views render it (views/).
 
-The model's `to_dict()` is the JSON contract (schema flinkdoctor.report/v1, schemas/report.schema.json).
-Contract history: v1 (first release): schema, input, root_causes, findings; extra fields: flink_version,
-skipped, timings; later extra fields: input.sources[].encoding/truncated/split_lines, input.unreadable (sources
-that are mostly unparsed), work_dir (when kept); issue #10: verdict (known-cause, derived-cause,
-no-failure), root_causes[].derived (a cause read from the failure's exception chain, not from
-a signature), unexplained_symptoms (symptoms no cause explains, with what would and the logs it reads).
-1.1 (issue #12): contract_version; checkpoints (per-job series, limits and where they came from, percentiles,
-trend, failure period, duration vs interval, and what could not be measured); config_audit (effective settings
-with their source, risky ones with severity, reason and the version-right key); findings of role context from
-the analytics (checkpoint-*, config-*), whose evidence may be empty (a setting read from a file has no line).
-Also in 1.1 (issue #10): unexplained_errors (WARN+ templates no rule explains, rare in healthy runs, near
-the failure).
+The model's `to_dict()` is its data; the JSON view (views/contract.py) prints it as the JSON contract (schema
+flinkdoctor.report/v1, schemas/report.schema.json), adding the sentences it writes; the contract's history, one
+minor version after another, is in CHANGELOG.md.
 
 Secrets are masked here, once, so that no view can show them; making text inert for a terminal or escaping it for
 HTML/Markdown is each view's job, since JSON must keep the text exact.
@@ -30,6 +21,7 @@ from ..diagnosis.fallback import HOW, DerivedCause, Outcome, Unexplained
 from ..diagnosis.findings import Finding
 from ..diagnosis.unexplained import Ranked
 from ..knowledge.rulebook import Rule
+from ..knowledge.vocabulary import Verdict
 from ..safety.masking import mask
 from ..sources.ingest import Manifest
 from ..sources.layouts import layout_by_id
@@ -172,7 +164,7 @@ class Report:
     skipped: list[dict[str, str]]
     timings: dict[str, float] = field(default_factory=dict)
     work_dir: str | None = None  # only when kept
-    verdict: str = "no-failure"  # fallback.VERDICTS
+    verdict: Verdict = "no-failure"
     unexplained_symptoms: list[UnexplainedSymptomReport] = field(default_factory=list)
     unexplained_errors: list[UnexplainedErrorReport] = field(default_factory=list)
     checkpoints: CheckpointAnalytics | None = None
@@ -324,9 +316,60 @@ def _fixes(rule: Rule, version: str | None, values: dict, aftermath_only: bool =
     return fixes
 
 
+def input_report(manifest: Manifest, stats: dict) -> InputReport:
+    """input.*: files, lines (`wc -l` of the originals), lines in events and unparsed, events, and per source the
+    same from the scan's `stats` (scan.events.EventsResult.stats); every line is in an event or unparsed, for text
+    and structured sources alike."""
+    counted: dict[int, tuple[int, int]] = {}  # sid -> (lines, unparsed)
+    events = 0
+    for source in manifest.sources:
+        if source.derived:
+            continue  # its lines are the JSON document's, counted there
+        if not source.staged:
+            counted[source.id] = (source.lines, source.unparsed)
+            events += 1 if source.lines else 0  # a JSON document, a config file, a YARN log's framing
+            continue
+        s = stats.get(source.id, {"lines": 0, "unparsed": 0, "events": 0})
+        lines, unparsed = s["lines"], s["unparsed"]
+        if source.line_map is not None:  # read into another shape: count the original's lines
+            lines = source.line_map.original_lines
+            before = source.line_map.original(s["unparsed"] + 1) - 1  # lines before the first placed one
+            unparsed = min(lines, before) if s["unparsed"] else 0
+        counted[source.id] = (lines, unparsed)
+    events += sum(stats.get(s.id, {}).get("events", 0) for s in manifest.sources if s.staged)
+    lines = sum(n for n, _ in counted.values())
+    unparsed = sum(u for _, u in counted.values())
+    return InputReport(
+        files=len({s.path for s in manifest.sources if not s.derived}),
+        lines=lines,
+        lines_in_events=lines - unparsed,
+        lines_unparsed=unparsed,
+        events=events,
+        sources=[_source_report(s, *counted[s.id]) for s in manifest.sources if not s.derived],
+    )
+
+
+def _source_report(s, lines: int, unparsed: int) -> SourceReport:
+    return SourceReport(
+        path=s.path,
+        kind=s.kind,
+        layout=s.layout,
+        lines=lines,
+        unparsed=unparsed,
+        host=s.host,
+        container=s.container,
+        log_type=s.log_type,
+        encoding=s.encoding,
+        truncated=s.truncated,
+        split_lines=s.split_lines,
+        shape=s.shape,
+        untimed=_untimed(s),
+    )
+
+
 def build_report(
     manifest: Manifest,
-    counters: dict,
+    given: InputReport,
     findings: list[Finding],
     counts: dict[str, int],
     roots: list[RootCause],
@@ -400,27 +443,8 @@ def build_report(
 
     derived = outcome.derived if outcome else []
     kinds = {s.kind for s in manifest.sources}
-    sources = [
-        SourceReport(
-            path=s.path,
-            kind=s.kind,
-            layout=s.layout,
-            lines=s.lines,
-            unparsed=s.unparsed,
-            host=s.host,
-            container=s.container,
-            log_type=s.log_type,
-            encoding=s.encoding,
-            truncated=s.truncated,
-            split_lines=s.split_lines,
-            shape=s.shape,
-            untimed=_untimed(s),
-        )
-        for s in manifest.sources
-        if not s.derived
-    ]
     return Report(
-        input=InputReport(**counters, sources=sources),
+        input=given,
         flink_version=version,
         flink_version_from=version_source,
         root_causes=root_causes + [_derived_root(cause, paths, kinds, rules) for cause in derived],

@@ -18,6 +18,7 @@ own datetime pattern, from the header's raw time the tasks keep.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -50,7 +51,8 @@ class Times:
 class EventsResult:
     path: str  # events Parquet
     blocks: dict  # sid -> [(block_start, lines)], in file order
-    # sid -> {"lines", "unparsed"}; "events", "matched" ((event, rule) matches), "measured" (lines), "warned" (WARN+)
+    # sid -> {"lines", "unparsed", "events"}; totals: "events", "matched" ((event, rule) matches), "measured"
+    # (lines), "warned" (WARN+)
     stats: dict
     times: Times = field(default_factory=Times)
 
@@ -64,9 +66,12 @@ class EventsResult:
         return stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:])
 
 
-def plan(sources: list[Source], split_bytes: int = SPLIT_BYTES) -> list[list[Part]]:
+def plan(
+    sources: list[Source], split_bytes: int = SPLIT_BYTES, bundle_of: Mapping[int, int] | None = None
+) -> list[list[Part]]:
     """The tasks: each a list of byte ranges. A file larger than `split_bytes` is cut into ranges of that size,
-    one task each; smaller files are gathered, many to a task, up to `split_bytes` together."""
+    one task each; smaller files are gathered, many to a task, up to `split_bytes` together. `bundle_of` (source
+    id -> bundle) says which bundle each event belongs to when several are scanned together (default: one)."""
     tasks: list[list[Part]] = []
     small: list[Part] = []
     gathered = 0
@@ -84,6 +89,7 @@ def plan(sources: list[Source], split_bytes: int = SPLIT_BYTES) -> list[list[Par
                 source.split_lines > 0,
                 not source.derived,
                 source.kind,
+                bundle_of.get(source.id, 0) if bundle_of else 0,
             )
             for start in range(0, max(size, 1), split_bytes)
         ]
@@ -108,10 +114,12 @@ def build_events(
     timezone: str = "UTC",
     split_bytes: int = SPLIT_BYTES,
     matcher: Matcher | None = None,
+    bundle_of: Mapping[int, int] | None = None,
 ) -> EventsResult:
     """The events table, written by the tasks under `out_dir` (flinkdoctor's work dir: an earlier table there is
     replaced). With a `matcher` (whose prefilter `prefilter` is), the tasks match its rules and metrics: each
-    event's `matches` (match.py reads them) and `measures` (analytics); without, they are empty."""
+    event's `matches` (findings.py reads them) and `measures` (analytics); without, they are empty. `bundle_of`:
+    see `plan`."""
     out = Path(out_dir) / "events.parquet"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -122,21 +130,22 @@ def build_events(
     times = Times(by_layout, manifest.bundle_year, timezone)
     if not sources:
         return EventsResult(str(out), {}, {}, times)
-    tasks = plan(sources, split_bytes)
+    tasks = plan(sources, split_bytes, bundle_of)
     scan = partial(run, plan=tasks, prefilter=prefilter, out_dir=str(out), matcher=matcher)
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
     return EventsResult(str(out), *_part_stats(parts, sources), times)
 
 
 def _part_stats(parts: list, sources) -> tuple[dict, dict]:
-    """Lines per range (to number lines), per source its lines and unparsed lines, and the events."""
+    """Lines per range (to number lines), per source its lines, unparsed lines and events, and the totals."""
     blocks: dict[int, list[tuple[int, int]]] = {}
-    stats: dict = {s.id: {"lines": 0, "unparsed": 0} for s in sources}
+    stats: dict = {s.id: {"lines": 0, "unparsed": 0, "events": 0} for s in sources}
     totals = dict.fromkeys(("events", "matched", "measured", "warned"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
         stats[row["sid"]]["lines"] += row["lines"]
         stats[row["sid"]]["unparsed"] += row["unparsed"]
+        stats[row["sid"]]["events"] += row["events"]
         for key in totals:
             totals[key] += row[key]
     stats.update(totals)

@@ -44,7 +44,8 @@ MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
 # the events as the tasks write them (events.py reads them, and adds `time` parsed from `ts`)
 STORED_SCHEMA = (
-    f"sid int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, matches {MATCHES}, "
+    f"sid int, bundle int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
+    f"matches {MATCHES}, "
     f"measures {MEASURES}, ts string, level string, logger string, thread string, host string, uptime double, "
     "message string, text string"
 )
@@ -65,6 +66,7 @@ class Part:
     pieces: bool  # staged with over-long lines split (rows starting with PIECE)
     counted: bool  # its events count as input events (not for a derived source)
     kind: str = "text"  # the source's kind (rules may read only some kinds)
+    bundle: int = 0  # which of the bundles diagnosed together the source belongs to (pipeline.diagnose_bundles)
 
 
 @dataclass(frozen=True)
@@ -268,6 +270,7 @@ class _Events:
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
+                pa.array(np.full(n, part.bundle, dtype=np.int32)),
                 pa.array(np.full(n, part.start, dtype=np.int64)),
                 pa.array(self.rel[first]),
                 pa.array(self.rel[self.last[keep]]),
@@ -390,6 +393,7 @@ def _schema():
     return pa.schema(
         [
             ("sid", pa.int32()),
+            ("bundle", pa.int32()),
             ("block", pa.int64()),
             ("first_rel", pa.int64()),
             ("last_rel", pa.int64()),

@@ -147,3 +147,15 @@ def classify(name: str, text: str, layout: str) -> str:
         votes["kernel"] = votes.get("kernel", 0) + 1
     kind, score = max(votes.items(), key=lambda item: item[1])
     return kind if score > 0 else "unknown"
+
+
+FLINK_LOG_HOST = re.compile(
+    r"flink-[^/]*?-(?:standalonesession|taskexecutor|jobmanager|taskmanager|historyserver|client|zookeeper)"
+    r"(?:-\d+)?-([A-Za-z0-9][A-Za-z0-9.-]*?)\.(?:log|out)(?:\.\d+)?$"
+)
+
+
+def host_from_path(path: str) -> str | None:
+    """Flink names its log files flink-<user>-<service>-<n>-<host>.log: the host the process ran on."""
+    m = FLINK_LOG_HOST.search(path)
+    return m.group(1) if m else None

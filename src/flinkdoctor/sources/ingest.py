@@ -14,12 +14,13 @@ import re
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ..errors import InputError
 from ..runtime.workdir import fresh_folder, remove
 from . import yarn
 from .archives import Budget, is_archive, unpack
-from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, structured
+from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, host_from_path, structured
 from .layouts import detect_layout
 from .rest import render, rest_events
 from .shapes import LineMap, is_record, plan
@@ -30,8 +31,10 @@ YEAR_RE = re.compile(rb"\b((?:19|20)\d\d)-\d\d-\d\d[ T]\d\d:\d\d")
 SYSLOG_HOST = re.compile(r"^[A-Z][a-z]{2}\s+\d+\s+[\d:]+\s+(\S+)\s")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Source:
+    """One source as ingest read it; never changed afterwards (a fleet's combined view renumbers copies)."""
+
     id: int
     path: str  # as the user sees it, relative to the bundle
     kind: str
@@ -45,7 +48,7 @@ class Source:
     binary: bool = False
     derived: bool = False  # written by flinkdoctor from a structured source (REST JSON); not input lines
     fixed_line: int | None = None  # evidence line for every event of a derived source (the JSON's line)
-    lines: int = 0  # filled for structured sources here, for text sources by the Spark stage
+    lines: int = 0  # of a structured source (a text source's lines are counted by the scan)
     unparsed: int = 0
     encoding: str | None = None  # when not UTF-8 (decoded while staging)
     truncated: str | None = None  # why the source ends early (a cut .gz), when it does
@@ -67,12 +70,12 @@ class Source:
         return self.line_offset + (self.line_map.original(staged_line) if self.line_map else staged_line)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Manifest:
-    sources: list[Source]
+    sources: tuple[Source, ...]
     work_dir: Path
     bundle_year: int | None
-    skipped: list[dict] = field(default_factory=list)
+    skipped: tuple[dict, ...] = ()
 
     @property
     def text_sources(self) -> list[Source]:
@@ -185,31 +188,26 @@ class _Walker:
         shown_path=None,
         logtype=None,
     ) -> None:
-        source = Source(
-            id=len(self.sources),
-            path=shown_path or display,
-            kind="unknown",
-            host=host,
-            container=container,
-            log_type=logtype,
-            line_offset=line_offset,
-            size=path.stat().st_size,
-        )
+        sid, shown = len(self.sources), shown_path or display
+        host = host or host_from_path(display)
+        place = {"host": host, "container": container, "log_type": logtype, "line_offset": line_offset}
+        size = path.stat().st_size
         name = (logtype or PurePosixPath(display).name).lower()
         found = structured(path, name, head, compressed)
         if found is not None and is_record(found[1]):
             found = None  # one JSON log record, not a REST document: read it as a JSON-lines log
         if found is not None:
-            source.kind, source.document, source.lines = found
+            kind, document, lines = found
+            source = Source(sid, shown, kind, size=size, document=document, lines=lines, **place)
             self.sources.append(source)
-            if source.kind == "flink-rest-json":
+            if kind == "flink-rest-json":
                 self._add_rest_events(source)
             return
         try:  # decoded, gunzipped, over-long lines split: the file Spark reads (a YARN part is ours: moved)
             budget = self.budget.limit - self.budget.used if compressed else None
             staged = stage(
                 path,
-                self.staging / f"{source.id:05d}.log",
+                self.staging / f"{sid:05d}.log",
                 head=head,
                 compressed=compressed,
                 max_bytes=budget,
@@ -222,43 +220,50 @@ class _Walker:
             self.budget.charge(staged.size, display)
         if staged.truncated:
             self.skip(display, staged.truncated)
-        shape = None if b"\x00" in staged.head[:8192] else plan(staged.head)
+        shape, line_map = None if b"\x00" in staged.head[:8192] else plan(staged.head), None
         if shape is not None:  # wrapped, structured or decorated: read into plain text once, here
-            staged, source.line_map = restage(staged, shape)
-            source.shape = shape.describe()
+            staged, line_map = restage(staged, shape)
         head = staged.head
-        source.encoding = None if staged.encoding == "utf-8" else staged.encoding
-        source.truncated, source.split_lines = staged.truncated, staged.split_lines
+        read: dict[str, Any] = {
+            "encoding": None if staged.encoding == "utf-8" else staged.encoding,
+            "truncated": staged.truncated,
+            "split_lines": staged.split_lines,
+            "shape": shape.describe() if shape else None,
+            "line_map": line_map,
+            "staged": str(staged.path),
+            "size": size,
+        }
         if b"\x00" in head[:8192]:
-            source.binary, source.layout = True, "none"
-        else:
-            self.years += [int(y) for y in YEAR_RE.findall(head[:65536])[:1]]
-            text = head.decode("utf-8", "replace")
-            source.layout = (shape and shape.layout) or detect_layout(text.splitlines()[:2000])
-            source.kind = classify(name, text, source.layout)
-            if source.layout == "syslog" and source.host is None:
-                m = SYSLOG_HOST.match(text)
-                source.host = m.group(1) if m else None
-        source.staged = str(staged.path)
-        self.sources.append(source)
+            self.sources.append(Source(sid, shown, "unknown", "none", binary=True, **place, **read))
+            return
+        self.years += [int(y) for y in YEAR_RE.findall(head[:65536])[:1]]
+        text = head.decode("utf-8", "replace")
+        layout = (shape and shape.layout) or detect_layout(text.splitlines()[:2000])
+        if layout == "syslog" and host is None:
+            m = SYSLOG_HOST.match(text)
+            place["host"] = m.group(1) if m else None
+        self.sources.append(Source(sid, shown, classify(name, text, layout), layout, **place, **read))
 
     def _add_rest_events(self, document_source: Source) -> None:
         """Exceptions and failed checkpoints of a REST snapshot, as a derived text source for the rules."""
         events = rest_events(document_source.document)
         if not events:
             return
-        derived = Source(
-            id=len(self.sources),
-            path=document_source.path,
-            kind="flink-rest-json",
-            layout="rest-event",
-            derived=True,
-            fixed_line=1,
-        )
-        staged = self.staging / f"{derived.id:05d}.log"
+        sid = len(self.sources)
+        staged = self.staging / f"{sid:05d}.log"
         staged.write_text(render(events), encoding="utf-8")
-        derived.staged, derived.size = str(staged), staged.stat().st_size
-        self.sources.append(derived)
+        self.sources.append(
+            Source(
+                id=sid,
+                path=document_source.path,
+                kind="flink-rest-json",
+                layout="rest-event",
+                staged=str(staged),
+                size=staged.stat().st_size,
+                derived=True,
+                fixed_line=1,
+            )
+        )
 
 
 def _head(path: Path) -> tuple[bytes, bool]:
@@ -294,4 +299,4 @@ def ingest(
         reasons = "; ".join(f"{s['path'] or '.'}: {s['reason']}" for s in walker.skipped[:5])
         raise InputError(f"{', '.join(map(str, paths))}: nothing to read" + (f" ({reasons})" if reasons else ""))
     bundle_year = year or (max(set(walker.years), key=walker.years.count) if walker.years else None)
-    return Manifest(sources=walker.sources, work_dir=Path(work_dir), bundle_year=bundle_year, skipped=walker.skipped)
+    return Manifest(tuple(walker.sources), Path(work_dir), bundle_year, tuple(walker.skipped))

@@ -24,10 +24,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import RuleError
 from ..knowledge.regexes import checked
+from ..knowledge.validation import read_yaml, schema, schema_problems
 from .layouts import load_layouts
 
 SAMPLE_LINES = 400  # head lines the shape is decided on
@@ -74,8 +73,15 @@ def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
 
 @cache
 def load_shapes() -> Shapes:
+    import jsonschema
+
     path = Path(str(resources.files("flinkdoctor").joinpath("sources/layouts/shapes.yaml")))
-    data = yaml.safe_load(path.read_text("utf-8"))
+    problems: list[str] = []
+    data, node = read_yaml(str(path), path.read_text("utf-8"), problems)
+    if data is not None:
+        problems += schema_problems(jsonschema.Draft202012Validator(schema("shapes")), data, node, str(path))
+    if problems:
+        raise RuleError("\n".join(problems))
     records = dict(data["records"])
     levels = {str(k).lower(): str(v) for k, v in records.pop("levels").items()}
     strips = tuple(

@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ElementTree
 from datetime import datetime
 from typing import Any
 
+from .sentences import checkpoint_sentences
+
 SVG = "{http://www.w3.org/2000/svg}"
 MOST_DRAWN = 1200  # points of one series a chart draws; a longer series is thinned to each span's extremes
 
@@ -125,7 +127,7 @@ def checkpoint_charts(data: dict) -> list[dict]:
                 sizes.append((when, float(point["size_bytes"]) / 2**20))
         item: dict[str, Any] = {
             "job": job.get("job") or "job",
-            "summary": [str(line) for line in job.get("summary", [])],
+            "summary": checkpoint_sentences(job),
             "charts": [],
         }
         drawn = {name: points for name, points in lines.items() if points}
@@ -159,7 +161,8 @@ def config_missing(data: dict) -> list[str]:
 
 
 def checkpoint_summaries(data: dict) -> list[tuple[str, list[str]]]:
-    """Per job, the analytics' sentences (percentiles against timeout and interval, trend, failure pattern)."""
+    """Per job, the sentences about its checkpoints (percentiles against timeout and interval, trend, failure
+    pattern), written from the analytics' numbers."""
     section = data.get("checkpoints")
     jobs = section.get("jobs", []) if isinstance(section, dict) else []
-    return [(str(job.get("job") or "job"), [str(line) for line in job.get("summary", [])]) for job in jobs]
+    return [(str(job.get("job") or "job"), checkpoint_sentences(job)) for job in jobs]
