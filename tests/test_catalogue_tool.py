@@ -301,5 +301,5 @@ def test_build_merges_versions_and_is_byte_identical(tmp_path):
     assert data["sources"][0] == {"version": "1.13.6", "messages_read": 2, "dropped": 1}
     from flinkdoctor.knowledge.catalogue import load_folder
 
-    catalogue = load_folder(tmp_path / "one", use_cache=False)  # what the tool writes, the loader accepts
+    catalogue = load_folder(tmp_path / "one")  # what the tool writes, the loader accepts
     assert catalogue.by_class["org.apache.flink.util.StateMigrationException"].category == "state-restore-incompatible"

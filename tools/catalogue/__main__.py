@@ -15,7 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 from . import build as b
-from . import categorize
+from . import categorize, coverage
+
+DOC = b.ROOT / "docs" / "catalogue.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     rules = categorize.load_rules()
     out, meta = b.build(reads, rules, cfg["shaded_prefixes"])
     b.write(out, meta, args.out)
+    if args.out == b.OUT and DOC.exists():
+        DOC.write_text(coverage.replace_section(DOC.read_text(encoding="utf-8"), coverage.read_folder(args.out)))
     total = time.monotonic() - start
     summary(out, meta, reads, read_time, total)
     return 0

@@ -37,7 +37,15 @@ ROOT = HERE.parents[1]
 OUT = ROOT / "src" / "flinkdoctor" / "knowledge" / "catalogue"
 CACHE = Path.home() / ".cache" / "flinkdoctor" / "catalogue"
 MIRRORS = Path("/work/.mirror")
-READER_CODE = ("candidate.py", "classfiles.py", "javasource.py", "jars.py", "scripts.py", "native.py", "template.py")
+# the code each kind of reading runs: a change there re-reads that kind of source
+READER_CODE = {
+    "flink": ("candidate.py", "classfiles.py", "jars.py", "scripts.py"),
+    "hadoop": ("candidate.py", "classfiles.py", "jars.py"),
+    "jdk": ("candidate.py", "classfiles.py", "jars.py", "native.py"),
+    "repo": ("candidate.py", "classfiles.py", "javasource.py"),
+}
+# what the readers use of template.py (its regex rendering runs after reading, so a change there re-reads nothing)
+TEMPLATE_READING = ("HOLE_REGEX", "FORMAT_SPEC", "SLF4J_HOLE", "normalise", "from_format", "from_slf4j", "from_recipe")
 COMPONENTS = (
     "flink", "flink-scripts", "kafka-clients", "flink-connector-kafka", "hadoop", "zookeeper", "curator", "jdk",
     "hotspot", "flink-cdc", "debezium", "paimon", "iceberg", "flink-kubernetes-operator",
@@ -69,17 +77,22 @@ class Read:
     seconds: float = 0.0
 
 
-def _code_digest() -> str:
+def _code_digest(kind: str) -> str:
     digest = hashlib.sha256()
-    for name in READER_CODE:
+    for name in READER_CODE[kind]:
         digest.update((HERE / name).read_bytes())
+    source = (HERE / "template.py").read_text(encoding="utf-8")
+    for name in TEMPLATE_READING:  # each definition's own lines
+        found = re.search(rf"^(?:def {name}\(|{name} = ).*?(?=^\S)", source, re.M | re.S)
+        digest.update(found.group().encode() if found else name.encode())
     digest.update(sys.version.encode())
     return digest.hexdigest()[:16]
 
 
 def cached_read(key: str, reader: Callable[[], Read]) -> Read:
     """`reader()` once per source and reader code; later runs load the pickle."""
-    path = CACHE / "reads" / f"{hashlib.sha256((key + _code_digest()).encode()).hexdigest()[:24]}.pickle"
+    digest = _code_digest(key.split(":", 1)[0])
+    path = CACHE / "reads" / f"{hashlib.sha256((key + digest).encode()).hexdigest()[:24]}.pickle"
     if path.exists():
         with open(path, "rb") as handle:
             return pickle.load(handle)
@@ -100,37 +113,50 @@ def flink_home(version: str) -> Path:
 
 
 def fetch_flink(version: str) -> Path:
-    """Assemble a Flink home (lib/, opt/, plugins/, bin/) of `version` from PyPI's apache-flink-libraries sdist
-    and an apache-flink wheel (for bin/; any platform's wheel holds the same scripts)."""
+    """Assemble a Flink home (lib/, opt/, plugins/, bin/) of `version` from PyPI: the jars from the
+    apache-flink-libraries sdist (1.13 on), else from the apache-flink wheel, which held them up to 1.12; bin/
+    from the wheel (any platform's wheel holds the same scripts)."""
     home = flink_home(version)
     if (home / ".complete").exists():
         return home
     with tempfile.TemporaryDirectory(prefix=f"flink-{version}-") as tmp:
         dl = Path(tmp)
         pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(dl)]
-        subprocess.run([*pip, f"apache-flink-libraries=={version}"], check=True)
-        subprocess.run([*pip, "--only-binary=:all:", "--python-version", "38", "--platform", "manylinux1_x86_64",
-                        f"apache-flink=={version}"], check=True)  # fmt: skip
+        libraries = subprocess.run([*pip, f"apache-flink-libraries=={version}"]).returncode == 0
+        for python in ("38", "37", "39", "310"):
+            wheel = [*pip, "--only-binary=:all:", "--python-version", python, "--platform", "manylinux1_x86_64"]
+            if subprocess.run([*wheel, f"apache-flink=={version}"]).returncode == 0:
+                break
+        else:
+            raise SystemExit(f"no apache-flink {version} wheel on PyPI")
         if home.exists():
             shutil.rmtree(home)
-        with tarfile.open(next(dl.glob("apache*flink*libraries*.tar.gz"))) as tf:
-            for member in tf.getmembers():
-                parts = Path(member.name).parts
-                if len(parts) > 3 and parts[1] == "deps" and parts[2] in ("lib", "opt", "plugins") and member.isfile():
-                    target = home.joinpath(*parts[2:])
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    source = tf.extractfile(member)
-                    if source is not None:
-                        target.write_bytes(source.read())
+        if libraries:
+            with tarfile.open(next(dl.glob("apache*flink*libraries*.tar.gz"))) as tf:
+                for member in tf.getmembers():
+                    parts = Path(member.name).parts
+                    if (
+                        len(parts) > 3
+                        and parts[1] == "deps"
+                        and parts[2] in ("lib", "opt", "plugins")
+                        and member.isfile()
+                    ):
+                        source = tf.extractfile(member)
+                        if source is not None:
+                            _put(home.joinpath(*parts[2:]), source.read())
+        folders = ("bin",) if libraries else ("bin", "lib", "opt", "plugins")
         with zipfile.ZipFile(next(dl.glob("apache_flink-*.whl"))) as zf:
             for name in zf.namelist():
                 parts = Path(name).parts
-                if len(parts) == 3 and parts[:2] == ("pyflink", "bin") and not name.endswith("/"):
-                    target = home / "bin" / parts[2]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(zf.read(name))
+                if len(parts) >= 3 and parts[0] == "pyflink" and parts[1] in folders and not name.endswith("/"):
+                    _put(home.joinpath(*parts[1:]), zf.read(name))
     (home / ".complete").write_text(version + "\n")
     return home
+
+
+def _put(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
 
 
 def _read_flink(version: str) -> Read:
@@ -151,10 +177,7 @@ def read_flink(version: str) -> Read:
     return cached_read(key, lambda: _read_flink(version))
 
 
-VERSION_FILES = (
-    ("gradle.properties", r"^version=(\S+)"),
-    ("pom.xml", r"</parent>.*?<version>([^<]+)<|<artifactId>[^<]+</artifactId>\s*<version>([^<]+)<"),
-)
+VERSION_FILES = (("gradle.properties", r"^version=(\S+)"), ("pom.xml", r"<version>([^<]+)</version>"))
 
 
 def git_version(git_dir: Path) -> tuple[str, str]:
@@ -164,9 +187,17 @@ def git_version(git_dir: Path) -> tuple[str, str]:
     for path, pattern in VERSION_FILES:
         shown = subprocess.run([*git, "show", f"HEAD:{path}"], capture_output=True, text=True)
         if shown.returncode == 0:
-            match = re.search(pattern, shown.stdout, re.M | re.S)
+            text = re.sub(r"<parent>.*?</parent>", "", shown.stdout, flags=re.S)  # the parent's version is not ours
+            match = re.search(pattern, text, re.M)
             if match:
-                return commit, next(g for g in match.groups() if g)
+                version = match.group(1)
+                prop = re.fullmatch(r"\$\{([\w.-]+)\}", version)  # ${revision}: the property's value
+                found = re.search(rf"<{re.escape(prop.group(1))}>([^<]+)<", text) if prop else None
+                return commit, found.group(1) if found else version
+    described = subprocess.run([*git, "describe", "--tags", "HEAD"], capture_output=True, text=True).stdout
+    match = re.search(r"(\d+\.\d+(?:\.\d+)?)(?:-(\d+)-g[0-9a-f]+)?\s*$", described)
+    if match:
+        return commit, match.group(1) + (f"+{match.group(2)}" if match.group(2) else "")
     return commit, "HEAD"
 
 
@@ -184,7 +215,9 @@ def read_repo(spec: dict, mirrors: Path) -> Read:
         return Read(label, {spec["component"]: found.messages}, {spec["component"]: found.exceptions}, set(),
                     found.files)  # fmt: skip
 
-    return cached_read(f"repo:{spec['component']}:{commit}:{json.dumps(spec, sort_keys=True)}", reader)
+    read = cached_read(f"repo:{spec['component']}:{commit}:{json.dumps(spec, sort_keys=True)}", reader)
+    read.label = label  # the label is the build's, not the reading's
+    return read
 
 
 def read_hadoop() -> Read:

@@ -24,16 +24,6 @@ class Rule:
     components: frozenset[str]
     levels: frozenset[str]
 
-    def basis(self) -> str:
-        """The most specific condition, named in the entry's reason."""
-        if self.wording is not None:
-            return f"wording '{self.wording.pattern[:60]}'"
-        if self.cls is not None:
-            return f"class '{self.cls.pattern[:60]}'"
-        if self.packages:
-            return "package " + ", ".join(self.packages[:3]) + (", ..." if len(self.packages) > 3 else "")
-        return "component " + ", ".join(sorted(self.components))
-
 
 def load_rules(path: Path = RULES) -> list[Rule]:
     """Read and check the rules: known categories, valid regexes, only known conditions."""
@@ -70,15 +60,28 @@ def categorize(rules: list[Rule], kind: str, text: str, cls: str | None, origin:
     """(category, reason) of one entry."""
     subject = text if kind == "exception" else origin
     for rule in rules:
-        if rule.wording is not None and (kind != "message" or not rule.wording.search(text)):
+        said = rule.wording.search(text) if rule.wording is not None and kind == "message" else None
+        if rule.wording is not None and said is None:
             continue
         if rule.cls is not None and not (cls and rule.cls.search(cls)):
             continue
-        if rule.packages and not subject.startswith(rule.packages):
+        prefix = next((p for p in rule.packages if subject.startswith(p)), None)
+        if rule.packages and prefix is None:
             continue
         if rule.components and component not in rule.components:
             continue
         if rule.levels and level not in rule.levels:
             continue
-        return rule.category, f"{rule.basis()}: {rule.reason}"
+        return rule.category, f"{_basis(rule, said, cls, prefix, component)}: {rule.reason}"
     return "other", "no rule: generic"
+
+
+def _basis(rule: Rule, said: re.Match | None, cls: str | None, prefix: str | None, component: str) -> str:
+    """What made the rule hold, in the entry's own terms: the words, the class, the package or the component."""
+    if said is not None:
+        return f"wording '{said.group()[:50]}'"
+    if rule.cls is not None and cls:
+        return f"class {cls.rsplit('.', 1)[-1]}"
+    if prefix is not None:
+        return f"package {prefix.rstrip('.')}"
+    return f"component {component}"

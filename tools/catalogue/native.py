@@ -34,16 +34,21 @@ def binary_strings(path: Path, minimum: int = 8) -> list[str]:
 
 
 def read_hotspot(libjvm: Path, label: str, select: list[dict]) -> list[Candidate]:
-    """The strings of libjvm.so that a `select` item's `pattern` matches; its `prefix` is printed before the
-    string in a log (an OutOfMemoryError's reason follows `java.lang.OutOfMemoryError: `), its `level` says how."""
+    """The strings of libjvm.so that a `select` item's `pattern` matches (its first group, when it has one: the
+    linker merges a short string into the tail of a longer one, so `Metaspace` is only found as the end of
+    `Purge Metaspace`); its `prefix` is printed before the string in a log (an OutOfMemoryError's reason follows
+    `java.lang.OutOfMemoryError: `), its `level` says how."""
     found = []
     seen: set[str] = set()
     strings = binary_strings(libjvm)
     for item in select:
         pattern = re.compile(item["pattern"])
         for text in strings:
-            text = text.strip()
-            if text in seen or not pattern.search(text):
+            match = pattern.search(text.strip())
+            if match is None:
+                continue
+            text = match.group(1) if pattern.groups else text.strip()
+            if text in seen:
                 continue
             seen.add(text)
             shown = text.lstrip("#").strip()

@@ -23,6 +23,11 @@ FORMAT_SPEC = re.compile(r"%(?:\d+\$|<)?[-#+ 0,(]*\d*(?:\.\d+)?(?:[tT][a-zA-Z]|[
 SLF4J_HOLE = re.compile(r"(\\?)\{\}")
 # a run of whitespace that the regex lets vary: two or more blanks, or any tab / line break
 LOOSE_SPACE = re.compile(r"[ \t\r\n\f\v]{2,}|[\t\r\n\f\v]")
+# a run of non-ASCII characters: one character in Python's str, several bytes in Hyperscan's UTF-8, so the regex
+# matches any such run there (the same class means the same thing in both) and a literal stops at it
+NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+NON_ASCII_REGEX = r"[^\x00-\x7f]+"
+LOOSE = re.compile(f"{LOOSE_SPACE.pattern}|{NON_ASCII.pattern}")
 WORD = re.compile(r"[A-Za-z]{2,}")
 REGEX_SPECIAL = set(".^$*+?{}[]\\|()")
 
@@ -139,8 +144,10 @@ def escape(text: str) -> str:
             out.append("\\" + ch)
         elif ch == " ":
             out.append(" ")
-        elif not ch.isprintable() or ord(ch) > 0x7E:
-            out.append(f"\\x{{{ord(ch):x}}}" if ord(ch) > 0xFF else f"\\x{ord(ch):02x}")
+        elif ord(ch) > 0x7E:
+            out.append(NON_ASCII_REGEX)
+        elif not ch.isprintable():
+            out.append(f"\\x{ord(ch):02x}")
         else:
             out.append(ch)
     return "".join(out)
@@ -149,9 +156,9 @@ def escape(text: str) -> str:
 def _constant_regex(text: str) -> str:
     out = []
     last = 0
-    for match in LOOSE_SPACE.finditer(text):
+    for match in LOOSE.finditer(text):
         out.append(escape(text[last : match.start()]))
-        out.append(r"\s+")
+        out.append(NON_ASCII_REGEX if NON_ASCII.match(match.group()) else r"\s+")
         last = match.end()
     out.append(escape(text[last:]))
     return "".join(out)
@@ -168,7 +175,7 @@ def literals(template: Template) -> tuple[str, ...]:
     for part in template:
         if part is HOLE:
             continue
-        for piece in LOOSE_SPACE.split(part):
+        for piece in LOOSE.split(part):
             if len(piece) >= MIN_LITERAL:
                 found.add(piece)
     return tuple(sorted(found, key=lambda s: (-len(s), s)))
@@ -179,4 +186,5 @@ def class_regex(name: str, prefixes: Sequence[str] = ()) -> str:
     prefix = ""
     if prefixes:
         prefix = "(?:" + "|".join(escape(p) for p in sorted(prefixes)) + ")?"
-    return prefix + escape(name) + r"\b"
+    # the name ends at a word boundary (a Scala object's name ends in `$`, after which \b cannot hold)
+    return prefix + escape(name) + (r"\b" if name[-1:].isalnum() or name[-1:] == "_" else "")

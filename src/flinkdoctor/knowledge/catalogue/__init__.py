@@ -6,10 +6,10 @@ category it points to and why, where it was read and in which versions. The data
 by tools/catalogue from the sources (docs/catalogue.md says how, and what it covers): edit the tool or its
 mapping, never the JSON.
 
-`load_catalogue()` reads every component file once per process, validates it against
-schemas/catalogue.schema.json (categories from vocabulary.py) and checks each id; a broken file is a RuleError
-naming the file and the entry. The checked catalogue is kept in the user's cache (userstate.py) under a digest
-of the files, so a run with unchanged files skips the schema check.
+`load_catalogue()` reads every component file once per process and validates it against
+schemas/catalogue.schema.json (categories from vocabulary.py) and checks each id: a broken file is a RuleError
+naming the file and the entry. It runs on every diagnose, so it is built to be quick: the schema is compiled to
+Python once (fastjsonschema), and entries are made without a per-field __init__.
 """
 
 from __future__ import annotations
@@ -22,11 +22,8 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import RuleError
-from ...runtime.userstate import cached, store
 from ..validation import schema
 from ..vocabulary import CATEGORIES
-
-FORMAT = 1  # bump when Entry changes: the cached catalogue of an older format is not read
 
 
 @dataclass(frozen=True)
@@ -58,44 +55,26 @@ def catalogue_dir() -> Path:
     return Path(str(resources.files("flinkdoctor").joinpath("knowledge/catalogue")))
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.json"))
-
-
-def _digest(files: list[Path]) -> tuple[str, list[bytes]]:
-    digest = hashlib.sha256(f"catalogue-{FORMAT}".encode())
-    digest.update(json.dumps(sorted(CATEGORIES)).encode())
-    digest.update(schema_text().encode())
-    blobs = []
-    for path in files:
-        data = path.read_bytes()
-        blobs.append(data)
-        digest.update(path.name.encode() + b"\0" + data)
-    return digest.hexdigest()[:32], blobs
-
-
-@lru_cache(maxsize=1)
-def schema_text() -> str:
-    return json.dumps(schema("catalogue"), sort_keys=True)
-
-
 @lru_cache(maxsize=1)
 def _validator():
-    import jsonschema
+    """The component-file schema with the category vocabulary filled in, compiled to Python once."""
+    import fastjsonschema
 
-    full = json.loads(schema_text())
-    full["$defs"]["category"] = {"enum": list(CATEGORIES)}
-    return jsonschema.Draft202012Validator(full)
+    full = schema("catalogue")
+    full["$defs"] = {**full["$defs"], "category": {"enum": list(CATEGORIES)}}
+    return fastjsonschema.compile(full)
 
 
 def _check(path: Path, data) -> list[str]:
-    """Every problem of one component file: schema violations, then ids and components that do not add up."""
+    """The problems of one component file: a schema violation, then ids and components that do not add up."""
+    import fastjsonschema
+
+    try:
+        _validator()(data)
+    except fastjsonschema.JsonSchemaValueException as err:
+        where = "/".join(str(p) for p in (err.path or [])[1:]) or "(top)"
+        return [f"{path.name}: {where}: {err.message[:300]}"]
     problems = []
-    for error in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        where = "/".join(map(str, error.absolute_path)) or "(top)"
-        problems.append(f"{path.name}: {where}: {error.message[:200]}")
-    if problems or not isinstance(data, dict):
-        return problems
     if path.stem != data["component"]:
         problems.append(f"{path.name}: component {data['component']!r} does not match the file name")
     seen: set[str] = set()
@@ -109,42 +88,36 @@ def _check(path: Path, data) -> list[str]:
     return problems
 
 
-def _build(files: list[Path], blobs: list[bytes], validate: bool) -> Catalogue:
+def _entry(raw: dict) -> Entry:
+    """An Entry from a checked JSON object, without the frozen dataclass's per-field __init__ (28 000 of them)."""
+    raw["literals"] = tuple(raw["literals"])
+    raw["keys"] = tuple(raw["keys"])
+    entry = Entry.__new__(Entry)
+    entry.__dict__.update(raw)
+    return entry
+
+
+def load_folder(folder: Path) -> Catalogue:
+    """The catalogue of the component files in `folder`, checked; every problem of every file in one RuleError."""
     entries: list[Entry] = []
     problems: list[str] = []
-    for path, blob in zip(files, blobs, strict=True):
+    for path in sorted(folder.glob("*.json")):
         try:
-            data = json.loads(blob)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            data = json.loads(path.read_bytes())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
             problems.append(f"{path.name}: not JSON: {err}")
             continue
-        if validate and (found := _check(path, data)):
+        if found := _check(path, data):
             problems += found
             continue
-        for raw in data["entries"]:
-            entries.append(
-                Entry(**{**raw, "literals": tuple(raw["literals"]), "keys": tuple(raw["keys"])})
-            )
+        entries += [_entry(raw) for raw in data["entries"]]
     if problems:
         raise RuleError("catalogue:\n" + "\n".join(problems))
-    by_id = {entry.id: entry for entry in entries}
     by_class: dict[str, Entry] = {}
     for entry in entries:
         if entry.kind == "exception":
             by_class.setdefault(entry.text, entry)
-    return Catalogue(tuple(entries), by_id, by_class)
-
-
-def load_folder(folder: Path, use_cache: bool = True) -> Catalogue:
-    """The catalogue of the component files in `folder`, checked (or taken from the user's cache, same bytes)."""
-    files = _files(folder)
-    key, blobs = _digest(files)
-    if use_cache and isinstance(found := cached("catalogue", key), Catalogue):
-        return found
-    catalogue = _build(files, blobs, validate=True)
-    if use_cache:
-        store("catalogue", key, catalogue)
-    return catalogue
+    return Catalogue(tuple(entries), {entry.id: entry for entry in entries}, by_class)
 
 
 @lru_cache(maxsize=1)
