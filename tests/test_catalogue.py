@@ -1,0 +1,115 @@
+"""The committed failure catalogue (src/flinkdoctor/knowledge/catalogue): it loads and validates, every regex works
+in Python re and Hyperscan and finds its own message, literals hold, and a broken file is a clear error.
+Pure Python (no Spark)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from flinkdoctor.errors import RuleError
+from flinkdoctor.knowledge.catalogue import catalogue_dir, load_catalogue, load_folder
+from flinkdoctor.knowledge.vocabulary import CATEGORIES
+
+ROOT = Path(__file__).resolve().parents[1]
+# a placeholder of a format (java.util.Formatter), of SLF4J, or of a concatenation / shell expansion as the text
+# shows it; each stands where the code puts a value
+PLACEHOLDER = re.compile(r"%(?:\d+\$)?[-#+ 0,(]*\d*(?:\.\d+)?[a-zA-Z]|\{\}|\$\{[^}]*\}|\$\w+|\$\([^)]*\)")
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return load_catalogue()
+
+
+def test_catalogue_loads_with_every_component(catalogue):
+    components = {e.component for e in catalogue.entries}
+    schema = json.loads((ROOT / "src/flinkdoctor/schemas/catalogue.schema.json").read_text(encoding="utf-8"))
+    assert components == set(schema["$defs"]["component"]["enum"])
+    assert len(catalogue.by_id) == len(catalogue.entries)
+    assert all(e.category in CATEGORIES for e in catalogue.entries)
+    assert load_catalogue() is catalogue  # once per process
+
+
+def test_the_messages_the_issue_names_are_catalogued_with_their_category(catalogue):
+    # issue 22 names these as printed verbatim by code that no rule knew; each must be found by the catalogue
+    lines = {
+        # Kafka producer, as users paste it
+        "Expiring 7 record(s) for topic-0:120000 ms has passed since batch creation": "kafka-client-timeout",
+        # HotSpot's fatal error text
+        "# There is insufficient memory for the Java Runtime Environment to continue.": "jvm-direct-oom",
+        "java.lang.OutOfMemoryError: Metaspace": "jvm-metaspace-oom",
+        "Caused by: java.lang.OutOfMemoryError: Java heap space": "jvm-heap-oom",
+        "java.io.IOException: No space left on device": "disk-exhausted",
+    }
+    for line, category in lines.items():
+        hits = [e for e in catalogue.entries if e.kind == "message" and re.search(e.regex, line)]
+        assert hits, line
+        assert category in {e.category for e in hits}, (line, [(e.id, e.category) for e in hits])
+
+
+def test_every_regex_compiles_and_finds_its_own_message(catalogue):
+    missed = []
+    for entry in catalogue.entries:
+        pattern = re.compile(entry.regex)
+        if entry.kind == "exception":
+            assert pattern.search(f"Caused by: {entry.text}: boom"), entry.id
+            continue
+        rendered = PLACEHOLDER.sub("xx", entry.text)
+        match = pattern.search(rendered)
+        if match is None:
+            missed.append(entry.id)
+            continue
+        assert all(lit in match.group() for lit in entry.literals), entry.id
+    # a text whose placeholders are not the sink's (a literal '%' or '{}' in a concatenation) may render
+    # differently; they are few
+    assert len(missed) <= len(catalogue.entries) // 200, missed[:20]
+
+
+def test_regexes_are_hyperscan_compatible(catalogue):
+    hyperscan = pytest.importorskip("hyperscan")
+    entries = catalogue.entries
+    # no backreferences, lookaround or atomic groups (Hyperscan rejects them), and every one compiles
+    assert not [e.id for e in entries if re.search(r"\(\?[=!<>]|\\[1-9]|\(\?>|[*+?]\+", e.regex)]
+    for start in range(0, len(entries), 5000):
+        chunk = entries[start : start + 5000]
+        db = hyperscan.Database()
+        db.compile(
+            expressions=[e.regex.encode() for e in chunk],
+            ids=list(range(len(chunk))),
+            elements=len(chunk),
+            flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(chunk),
+        )
+
+
+def test_literals_are_long_enough_and_longest_first(catalogue):
+    for entry in catalogue.entries:
+        assert entry.literals, entry.id
+        assert all(len(lit) >= 4 for lit in entry.literals), entry.id
+        assert [len(x) for x in entry.literals] == sorted((len(x) for x in entry.literals), reverse=True), entry.id
+
+
+def test_exception_classes_also_match_under_flinks_shaded_prefixes(catalogue):
+    zk = catalogue.by_class["org.apache.zookeeper.KeeperException$SessionExpiredException"]
+    assert re.search(
+        zk.regex, "org.apache.flink.shaded.zookeeper3.org.apache.zookeeper.KeeperException$SessionExpiredException"
+    )
+    assert zk.category == "zookeeper-connectivity"
+
+
+def test_a_broken_catalogue_file_is_a_rule_error_naming_it(tmp_path):
+    good = json.loads((catalogue_dir() / "flink-scripts.json").read_text(encoding="utf-8"))
+    broken = dict(good, entries=[dict(good["entries"][0], category="not-a-category")] + good["entries"][1:])
+    (tmp_path / "flink-scripts.json").write_text(json.dumps(broken))
+    with pytest.raises(RuleError, match=r"flink-scripts\.json: entries/0/category"):
+        load_folder(tmp_path)
+    (tmp_path / "flink-scripts.json").write_text("{not json")
+    with pytest.raises(RuleError, match=r"flink-scripts\.json: not JSON"):
+        load_folder(tmp_path)
+    wrong_id = dict(good, entries=[dict(good["entries"][0], text=good["entries"][0]["text"] + " changed")])
+    (tmp_path / "flink-scripts.json").write_text(json.dumps(wrong_id))
+    with pytest.raises(RuleError, match="is not"):
+        load_folder(tmp_path)
