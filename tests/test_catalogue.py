@@ -1,6 +1,6 @@
 """The committed failure catalogue (src/flinkdoctor/knowledge/catalogue): it loads and validates, every regex works
-in Python re and Hyperscan and finds its own message, literals hold, and a broken file is a clear error.
-Pure Python (no Spark)."""
+in Python re and Hyperscan and finds its own message, literals hold, the coverage table in docs/catalogue.md is
+the data's, and a broken file is a clear error. Pure Python (no Spark)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from flinkdoctor.errors import RuleError
 from flinkdoctor.knowledge.catalogue import catalogue_dir, load_catalogue, load_folder
 from flinkdoctor.knowledge.vocabulary import CATEGORIES
+from tools.catalogue import coverage
 
 ROOT = Path(__file__).resolve().parents[1]
 # a placeholder of a format (java.util.Formatter), of SLF4J, or of a concatenation / shell expansion as the text
@@ -98,6 +99,12 @@ def test_exception_classes_also_match_under_flinks_shaded_prefixes(catalogue):
         zk.regex, "org.apache.flink.shaded.zookeeper3.org.apache.zookeeper.KeeperException$SessionExpiredException"
     )
     assert zk.category == "zookeeper-connectivity"
+
+
+def test_coverage_table_in_the_docs_is_the_datas():
+    doc = (ROOT / "docs" / "catalogue.md").read_text(encoding="utf-8")
+    expected = coverage.section(coverage.read_folder(catalogue_dir()))
+    assert coverage.current_section(doc) == expected, "regenerate: python -m tools.catalogue (or see docs/catalogue.md)"
 
 
 def test_a_broken_catalogue_file_is_a_rule_error_naming_it(tmp_path):
