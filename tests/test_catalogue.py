@@ -112,11 +112,11 @@ def test_a_broken_catalogue_file_is_a_rule_error_naming_it(tmp_path):
     broken = dict(good, entries=[dict(good["entries"][0], category="not-a-category")] + good["entries"][1:])
     (tmp_path / "flink-scripts.json").write_text(json.dumps(broken))
     with pytest.raises(RuleError, match=r"flink-scripts\.json: entries/0/category"):
-        load_folder(tmp_path)
+        load_folder(tmp_path, use_cache=False)
     (tmp_path / "flink-scripts.json").write_text("{not json")
     with pytest.raises(RuleError, match=r"flink-scripts\.json: not JSON"):
-        load_folder(tmp_path)
+        load_folder(tmp_path, use_cache=False)
     wrong_id = dict(good, entries=[dict(good["entries"][0], text=good["entries"][0]["text"] + " changed")])
     (tmp_path / "flink-scripts.json").write_text(json.dumps(wrong_id))
     with pytest.raises(RuleError, match="is not"):
-        load_folder(tmp_path)
+        load_folder(tmp_path, use_cache=False)

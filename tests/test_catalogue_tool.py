@@ -155,6 +155,19 @@ def test_java11_concat_recipe_logger_and_preconditions(class_candidates):
 
 
 @needs_javap
+def test_static_messages_enriching_an_out_of_memory_error_with_the_keys_they_name(class_candidates):
+    # TaskManagerExceptionUtils: TM_DIRECT_OOM_ERROR_MESSAGE = String.format("Direct buffer memory. ...'%s'...",
+    # TaskManagerOptions.TASK_OFF_HEAP_MEMORY.key(), ...) in <clinit>, handed to tryEnrichOutOfMemoryError
+    found = [c for c in class_candidates if c.origin == "org.apache.flink.util.TaskManagerExceptionUtils"]
+    direct = next(c for c in found if c.text.startswith("Direct buffer memory. The direct out-of-memory error"))
+    assert direct.cls == "java.lang.OutOfMemoryError" and direct.level == "throw"
+    # the keys, read from TaskManagerOptions' static initializer (ConfigOptions.key("..."))
+    assert direct.keys == ("taskmanager.memory.framework.off-heap.size", "taskmanager.memory.task.off-heap.size")
+    metaspace = next(c for c in found if c.text.startswith("Metaspace. The metaspace out-of-memory error"))
+    assert metaspace.keys == ("taskmanager.memory.jvm-metaspace.size",)
+
+
+@needs_javap
 def test_javap_escapes_decode_back_to_the_string():
     assert classfiles.decode(r"say \"hi\"\tthen \\ and \u0001") == 'say "hi"\tthen \\ and \x01'
 
@@ -301,5 +314,5 @@ def test_build_merges_versions_and_is_byte_identical(tmp_path):
     assert data["sources"][0] == {"version": "1.13.6", "messages_read": 2, "dropped": 1}
     from flinkdoctor.knowledge.catalogue import load_folder
 
-    catalogue = load_folder(tmp_path / "one")  # what the tool writes, the loader accepts
+    catalogue = load_folder(tmp_path / "one", use_cache=False)  # what the tool writes, the loader accepts
     assert catalogue.by_class["org.apache.flink.util.StateMigrationException"].category == "state-restore-incompatible"

@@ -86,7 +86,10 @@ POP2_PUSH1 = {
 POP1_PUSH1 = {"ineg", "lneg", "fneg", "dneg", "i2l", "i2f", "i2d", "l2i", "l2f", "l2d", "f2i", "f2l", "f2d",
               "d2i", "d2l", "d2f", "i2b", "i2c", "i2s", "checkcast", "instanceof", "arraylength", "newarray",
               "getfield"}  # fmt: skip
-POP1 = {"pop", "pop2", "monitorenter", "monitorexit", "putstatic"} | BRANCHES_POP1
+POP1 = {"pop", "pop2", "monitorenter", "monitorexit"} | BRANCHES_POP1
+CONFIG_OPTION = "Lorg/apache/flink/configuration/ConfigOption;"
+# calls that put their string arguments into an exception's message (Flink's enrichment of OutOfMemoryErrors)
+ENRICHERS = {("org/apache/flink/util/ExceptionUtils", "tryEnrichOutOfMemoryError"): "java.lang.OutOfMemoryError"}
 POP3 = {"iastore", "lastore", "fastore", "dastore", "bastore", "castore", "sastore"}
 
 
@@ -117,11 +120,21 @@ class Str:
     parts: tpl.Template
     raw: bool = True  # placeholders in the constant parts not read yet ({} or %s: the sink decides)
     text: str | None = None  # the source text, when the string is one constant
+    keys: tuple[str, ...] = ()  # configuration keys inserted into it (a key, or "@Owner.FIELD" of a ConfigOption)
+
+
+@dataclass
+class OptionKey:
+    """A Flink ConfigOption being built in this class (ConfigOptions.key("...")...), or a reference to one in
+    another class's static field ("@owner.FIELD", resolved once every class is read)."""
+
+    key: str
 
 
 @dataclass
 class Builder:
     parts: list = field(default_factory=list)
+    keys: list = field(default_factory=list)
 
 
 @dataclass
@@ -143,6 +156,16 @@ class Alt:
 
 def _as_parts(value) -> tpl.Template:
     return value.parts if isinstance(value, Str) else (tpl.HOLE,)
+
+
+def _keys_of(value) -> tuple[str, ...]:
+    if isinstance(value, Str):
+        return value.keys
+    if isinstance(value, OptionKey):
+        return (value.key,)
+    if isinstance(value, Arr):
+        return tuple(k for item in value.items for k in _keys_of(item))
+    return ()
 
 
 def params(descriptor: str) -> tuple[list[str], str]:
@@ -174,6 +197,7 @@ class ClassInfo:
     is_enum: bool = False
     methods: list[tuple[str, list[tuple[int, str, str]]]] = field(default_factory=list)
     recipes: dict[int, str] = field(default_factory=dict)
+    statics: dict[str, object] = field(default_factory=dict)  # static fields <clinit> sets to strings / options
 
 
 def parse_javap(lines: Iterable[str]) -> Iterator[ClassInfo]:  # noqa: C901 (one case per section of the output)
@@ -222,8 +246,9 @@ def parse_javap(lines: Iterable[str]) -> Iterator[ClassInfo]:  # noqa: C901 (one
 class MethodRun:
     """Runs one method's instructions on the abstract stack and collects the messages reaching sinks."""
 
-    def __init__(self, info: ClassInfo, method: str, where: str, out: list[RawMessage], keys: set[str]):
-        self.info, self.where, self.out, self.config_keys = info, where, out, keys
+    def __init__(self, info: ClassInfo, method: str, where: str, read: ClassRead):
+        self.info, self.where, self.read = info, where, read
+        self.out, self.config_keys = read.messages, read.config_keys
         self.clinit = method.startswith("static {}")
         self.stack: list = []
         self.locals: dict[str, object] = {}
@@ -273,7 +298,9 @@ class MethodRun:
             cls = rest.partition("// class ")[2].strip()
             stack.append(Builder() if cls in ("java/lang/StringBuilder", "java/lang/StringBuffer") else New(cls))
         elif op == "getstatic":
-            stack.append(ERR if "java/lang/System.err:" in rest else UNKNOWN)
+            stack.append(self.static_value(rest))
+        elif op == "putstatic":
+            self.put_static(rest, self.pop()[0])
         elif op.startswith("aload"):
             stack.append(self.locals.get(_slot(op, rest), UNKNOWN))
         elif op[1:5] == "load":
@@ -323,6 +350,29 @@ class MethodRun:
             self.pop(int(rest.split()[-1]) if rest.split()[-1].isdigit() else 1)
             stack.append(UNKNOWN)
 
+    def _field(self, rest: str) -> tuple[str, str, str]:
+        member, _, descriptor = rest.partition("// Field ")[2].partition(":")
+        owner, _, name = member.rpartition(".")
+        return owner or self.info.name.replace(".", "/"), name, descriptor.strip()
+
+    def static_value(self, rest: str):
+        if "java/lang/System.err:" in rest:
+            return ERR
+        owner, name, descriptor = self._field(rest)
+        if owner == self.info.name.replace(".", "/") and name in self.info.statics:
+            return self.info.statics[name]
+        return OptionKey(f"@{owner}.{name}") if descriptor == CONFIG_OPTION else UNKNOWN
+
+    def put_static(self, rest: str, value) -> None:
+        owner, name, _ = self._field(rest)
+        if owner != self.info.name.replace(".", "/"):
+            return
+        if isinstance(value, Str) and self.clinit:
+            self.info.statics[name] = value
+        elif isinstance(value, OptionKey) and not value.key.startswith("@"):
+            self.info.statics[name] = value
+            self.read.option_fields[f"{owner}.{name}"] = value.key
+
     def invoke(self, op: str, rest: str) -> None:
         comment = rest.partition("// ")[2]
         kind, _, target = comment.partition(" ")
@@ -355,7 +405,7 @@ class MethodRun:
                 parts.extend(_as_parts(next(args, UNKNOWN)))
             else:
                 parts.append(ch)
-        return Str(tpl.normalise(parts))
+        return Str(tpl.normalise(parts), keys=tuple(k for v in values for k in _keys_of(v)))
 
     def call(self, owner: str, name: str, args: list[str], values: list, receiver):  # noqa: C901
         if owner == "java/lang/StringBuilder" or owner == "java/lang/StringBuffer":
@@ -365,16 +415,19 @@ class MethodRun:
                 return UNKNOWN
             if name == "append" and isinstance(receiver, Builder):
                 receiver.parts.extend(_as_parts(values[0]) if values else ())
+                receiver.keys.extend(_keys_of(values[0]) if values else ())
                 return receiver
             if name == "toString" and isinstance(receiver, Builder):
-                return Str(tpl.normalise(receiver.parts))
+                return Str(tpl.normalise(receiver.parts), keys=tuple(receiver.keys))
             return UNKNOWN
         if owner == "java/lang/String":
             if name == "format":
                 fmt_at = 1 if args and args[0] == "Ljava/util/Locale;" else 0
                 fmt = values[fmt_at] if len(values) > fmt_at else UNKNOWN
-                self.note_keys(values[fmt_at + 1 :])
-                return _styled(fmt, "format") if isinstance(fmt, Str) else Str((tpl.HOLE,), False)
+                keys = tuple(k for v in values for k in _keys_of(v))
+                result = _styled(fmt, "format") if isinstance(fmt, Str) else Str((tpl.HOLE,), False)
+                result.keys = keys
+                return result
             if name == "valueOf" and values and isinstance(values[0], Str):
                 return values[0]
             if name == "concat" and isinstance(receiver, Str):
@@ -383,6 +436,17 @@ class MethodRun:
         if owner == "org/apache/flink/configuration/ConfigOptions" and name == "key":
             if values and isinstance(values[0], Str) and values[0].text:
                 self.config_keys.add(values[0].text)
+                return OptionKey(values[0].text)
+            return UNKNOWN
+        if isinstance(receiver, OptionKey):  # the option's builder chain, or its key()
+            if name == "key":
+                known = not receiver.key.startswith("@")
+                return Str((receiver.key,), True, receiver.key, (receiver.key,)) if known else receiver
+            return receiver
+        if (owner, name) in ENRICHERS:
+            for arg, value in zip(args, values, strict=False):
+                if arg == "Ljava/lang/String;":
+                    self.emit(value, "literal", ENRICHERS[(owner, name)], "throw", [])
             return UNKNOWN
         if name == "<init>":
             self.constructed(owner, args, values, receiver)
@@ -400,11 +464,13 @@ class MethodRun:
         return UNKNOWN
 
     def note_keys(self, values: list) -> tuple[str, ...]:
+        """Configuration keys among a sink's other arguments: key-like constants and ConfigOptions' keys."""
         found: list[str] = []
         for value in values:
             for item in value.items if isinstance(value, Arr) else [value]:
                 if isinstance(item, Str) and item.text and CONFIG_KEY.match(item.text):
                     found.append(item.text)
+                found += _keys_of(item)
         return tuple(found)
 
     def emit(self, value, style: str, cls: str | None, level: str | None, extra: list, throwable: bool = False):
@@ -415,7 +481,8 @@ class MethodRun:
         if not isinstance(value, Str) or all(part is tpl.HOLE for part in value.parts):
             return
         where = self.where + self.info.name
-        self.out.append(RawMessage(value, style, cls, level, self.info.name, where, self.note_keys(extra), throwable))
+        keys = self.note_keys(extra) + value.keys
+        self.out.append(RawMessage(value, style, cls, level, self.info.name, where, keys, throwable))
 
     def constructed(self, owner: str, args: list[str], values: list, receiver) -> None:
         cls = owner.replace("/", ".")
@@ -459,12 +526,12 @@ def _slot(op: str, rest: str) -> str:
 def _styled(value: Str, style: str) -> Str:
     """Read the placeholders of a string's constant parts the way its sink does."""
     if not value.raw or style == "literal":
-        return Str(value.parts, False, value.text)
+        return Str(value.parts, False, value.text, value.keys)
     parse = tpl.from_format if style == "format" else tpl.from_slf4j
     parts: list[tpl.Part] = []
     for part in value.parts:
         parts.extend((tpl.HOLE,) if part is tpl.HOLE else parse(part) or ("",))
-    return Str(tpl.normalise(parts), False, value.text)
+    return Str(tpl.normalise(parts), False, value.text, value.keys)
 
 
 # -- many classes --------------------------------------------------------------------------------------------------
@@ -478,6 +545,7 @@ class ClassRead:
     classes: dict[str, str] = field(default_factory=dict)  # dotted name -> where
     supers: dict[str, str] = field(default_factory=dict)
     config_keys: set[str] = field(default_factory=set)
+    option_fields: dict[str, str] = field(default_factory=dict)  # "owner/Class.FIELD" of a ConfigOption -> its key
     count: int = 0
 
 
@@ -490,8 +558,9 @@ def read_classes(lines: Iterable[str], where: str, read: ClassRead) -> None:
         read.classes.setdefault(info.name, where + info.name)
         if info.super:
             read.supers[info.name] = info.super
-        for method, code in info.methods:
-            MethodRun(info, method, where, read.messages, read.config_keys).run(code)
+        # the static initializer first: the strings and options it puts in static fields are used by the rest
+        for method, code in sorted(info.methods, key=lambda m: not m[0].startswith("static {}")):
+            MethodRun(info, method, where, read).run(code)
 
 
 def javap_lines(classpath: Path, names: list[str], javap: str = "javap") -> Iterator[str]:
@@ -562,5 +631,6 @@ def candidates(read: ClassRead, hierarchy: Hierarchy, rename: Callable[[str], st
         value = _styled(raw.value, raw.style)
         text = value.text if value.text is not None else tpl.render(value.parts)
         cls = rename(raw.cls) if raw.cls else None
-        out.append(Candidate("message", text, value.parts, cls, raw.level, rename(raw.origin), raw.where, raw.keys))
+        keys = tuple(sorted({read.option_fields.get(k[1:], "") if k.startswith("@") else k for k in raw.keys} - {""}))
+        out.append(Candidate("message", text, value.parts, cls, raw.level, rename(raw.origin), raw.where, keys))
     return out

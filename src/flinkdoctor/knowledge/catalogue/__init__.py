@@ -9,7 +9,9 @@ mapping, never the JSON.
 `load_catalogue()` reads every component file once per process and validates it against
 schemas/catalogue.schema.json (categories from vocabulary.py) and checks each id: a broken file is a RuleError
 naming the file and the entry. It runs on every diagnose, so it is built to be quick: the schema is compiled to
-Python once (fastjsonschema), and entries are made without a per-field __init__.
+Python once (fastjsonschema); the checked entries are kept in the user's cache (userstate.py) as plain tuples
+under a digest of the files' bytes, so an unchanged catalogue is read back without parsing or checking the JSON
+again; entries are made without the frozen dataclass's per-field __init__.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from ...errors import RuleError
+from ...runtime.userstate import cached, store
 from ..validation import schema
 from ..vocabulary import CATEGORIES
 
@@ -88,31 +91,57 @@ def _check(path: Path, data) -> list[str]:
     return problems
 
 
-def _entry(raw: dict) -> Entry:
-    """An Entry from a checked JSON object, without the frozen dataclass's per-field __init__ (28 000 of them)."""
-    raw["literals"] = tuple(raw["literals"])
-    raw["keys"] = tuple(raw["keys"])
+FIELDS = tuple(Entry.__dataclass_fields__)
+FORMAT = 1  # of the cached rows: bump when Entry's fields change
+
+
+def _row(raw: dict) -> tuple:
+    return tuple(tuple(raw[name]) if name in ("literals", "keys") else raw[name] for name in FIELDS)
+
+
+def _entry(row: tuple) -> Entry:
+    """An Entry from a checked row, without the frozen dataclass's per-field __init__ (28 000 of them)."""
     entry = Entry.__new__(Entry)
-    entry.__dict__.update(raw)
+    entry.__dict__.update(zip(FIELDS, row, strict=True))
     return entry
 
 
-def load_folder(folder: Path) -> Catalogue:
-    """The catalogue of the component files in `folder`, checked; every problem of every file in one RuleError."""
-    entries: list[Entry] = []
+def _rows(files: list[tuple[Path, bytes]]) -> list[tuple]:
+    """Every entry of the component files as a row, checked; every problem of every file in one RuleError."""
+    rows: list[tuple] = []
     problems: list[str] = []
-    for path in sorted(folder.glob("*.json")):
+    for path, blob in files:
         try:
-            data = json.loads(path.read_bytes())
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+            data = json.loads(blob)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             problems.append(f"{path.name}: not JSON: {err}")
             continue
         if found := _check(path, data):
             problems += found
             continue
-        entries += [_entry(raw) for raw in data["entries"]]
+        rows += [_row(raw) for raw in data["entries"]]
     if problems:
         raise RuleError("catalogue:\n" + "\n".join(problems))
+    return rows
+
+
+def load_folder(folder: Path, use_cache: bool = True) -> Catalogue:
+    """The catalogue of the component files in `folder`: checked, or read back from the user's cache when the
+    same bytes were checked before."""
+    try:
+        files = [(path, path.read_bytes()) for path in sorted(folder.glob("*.json"))]
+    except OSError as err:
+        raise RuleError(f"catalogue: {err}") from err
+    digest = hashlib.sha256(f"{FORMAT}\0{FIELDS}\0{sorted(CATEGORIES)}\0".encode())
+    for path, blob in files:
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(blob).digest())
+    key = digest.hexdigest()[:32]
+    rows = cached("catalogue", key) if use_cache else None
+    if not isinstance(rows, list):
+        rows = _rows(files)
+        if use_cache:
+            store("catalogue", key, rows)
+    entries = [_entry(row) for row in rows]
     by_class: dict[str, Entry] = {}
     for entry in entries:
         if entry.kind == "exception":
