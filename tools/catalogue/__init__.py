@@ -1,0 +1,1 @@
+"""The failure catalogue compiler: `python -m tools.catalogue` (see __main__.py and docs/catalogue.md)."""
