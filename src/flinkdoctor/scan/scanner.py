@@ -178,6 +178,7 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     if part.layout == "none" or not len(starts):
         yield PartStats(part.sid, part.start, lines, lines if part.layout == "none" else 0, 0)
         return
+    data, starts = _valid_utf8(data, starts)
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -350,6 +351,25 @@ def _line_starts(data, chunk: int = 1 << 20):
         found.append(np.flatnonzero(piece == 10) + (at + 1))
         crlf = crlf or bool((piece == 13).any())
     return np.concatenate(found), crlf
+
+
+def _valid_utf8(data, starts):
+    """(data, starts) with the bytes from the first line on as valid UTF-8: a sequence that is not UTF-8 (a message
+    in GBK, Shift-JIS or Latin-1, a cut character) becomes U+FFFD, so its text is shown, never dropped, and no
+    step that turns the Arrow text into Python strings fails on it. Only data that holds such bytes is copied.
+    The lines stay the same lines: a newline or a NUL (a piece's marker) is never part of a replaced sequence."""
+    import numpy as np
+    import pyarrow as pa
+
+    body = data[int(starts[0]) :]
+    try:
+        _lines_array(body, np.zeros(1, dtype=np.int64)).validate(full=True)
+        return data, starts
+    except pa.ArrowInvalid:
+        pass
+    fixed = np.frombuffer(bytes(body).decode("utf-8", "replace").encode("utf-8"), dtype=np.uint8)
+    after_newline, _ = _line_starts(fixed)
+    return fixed, np.concatenate([[0], after_newline[after_newline < len(fixed)]]).astype(np.int64)
 
 
 def _lines_array(data, starts):

@@ -46,7 +46,7 @@ def split(path: Path, destination: Callable[[YarnPart], Path]) -> int:
             line = raw.rstrip(b"\r\n")
             framing += 1
             if m := CONTAINER.match(line):
-                container, host = m.group(1).decode(), m.group(2).decode()
+                container, host = m.group(1).decode(), m.group(2).decode("utf-8", "replace")
             elif m := LOGTYPE.match(line):
                 logtype, length = m.group(1).decode("utf-8", "replace"), None
             elif m := LENGTH.match(line):
