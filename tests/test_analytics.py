@@ -168,7 +168,7 @@ def test_report_with_analytics_fits_the_schema(diagnose_bundle):
     for bundle in (SEEDS / "000", SEEDS / "001", LAB / "2.1.1" / "checkpoint-timeout.tar.gz"):
         report = diagnose_bundle(bundle)
         jsonschema.validate(report, schema)
-        assert report["contract_version"] == "1.1"
+        assert report["contract_version"] == "1.2"
 
 
 # --- pure Python ----------------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def test_chain_innermost_cause_and_its_line():
     assert chain[-1].line == 10 + 15  # "Caused by:" is the 16th line of the event
     assert chain[-1].message == "org.apache.thrift.TException"  # a class name, not a wrapped exception
     derivation = derive(chain, knowledge())
-    assert (derivation.category, derivation.tier) == ("dependency-conflict", 1)
+    assert (derivation.category, derivation.tier) == ("dependency-conflict", 3)  # a catalogued exception class
 
 
 def test_chain_reads_exceptions_nested_in_a_message():
@@ -144,3 +144,42 @@ def test_failure_rules_of_the_table_exist(rules):
 
     ids = {rule.id for rule in rules}
     assert set(knowledge().failure_rules) <= ids
+
+
+def _lab_event(recording: str, member: str, head: str) -> str:
+    """The whole event that starts with `head` in a log of a recorded lab bundle (real Flink output)."""
+    import tarfile
+
+    with tarfile.open(DATA / "lab" / recording) as archive:
+        name = next(n for n in archive.getnames() if n.endswith(member))
+        lines = archive.extractfile(name).read().decode("utf-8").splitlines()  # type: ignore[union-attr]
+    start = next(i for i, line in enumerate(lines) if head in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i][:4].isdigit() and lines[i][4] == "-")
+    return "\n".join(lines[start:end])
+
+
+def test_a_catalogued_class_outranks_a_rule_that_only_names_a_frame(rules):
+    """The specificity ladder: a task failed restoring state with Flink's own StateMigrationException (a real
+    Flink 1.20.3 run). Its class is catalogued (state-restore-incompatible), which is more specific than a cause
+    rule that only attributes a failure to the code a frame is in: that rule's answer comes second."""
+    from flinkdoctor.diagnosis.correlate import RootCause
+    from flinkdoctor.diagnosis.fallback import FRAME_STEP, derive, exception_chain, fallback, knowledge
+    from flinkdoctor.knowledge.catalogue import load_catalogue
+
+    text = _lab_event("1.20.3/serializer-incompatible.tar.gz", "taskexecutor-0-vm.log", "to FAILED with failure")
+    failed = _finding(text)
+    failed.rule = "task-failed"
+    derivation = derive(exception_chain(failed), knowledge(), load_catalogue())
+    assert (derivation.category, derivation.tier) == ("state-restore-incompatible", 3)
+    by_id = {rule.id: rule for rule in rules}
+    frame_rule = by_id["connector-exception"]
+    assert frame_rule.attribution == "frame" and by_id["kernel-soft-lockup"].attribution == "signature"
+    generic = RootCause(frame_rule, [failed], 1, [], frame_rule.confidence)
+    outcome = fallback([failed], {"task-failed": 1}, [generic], by_id, {"flink-taskmanager"})
+    assert outcome.derived_first and outcome.verdict == "derived-cause"
+    assert outcome.derived[0].derivation.category == "state-restore-incompatible"
+    assert outcome.derived[0].derivation.tier < FRAME_STEP
+    # a cause rule with a signature of its own keeps the first place: nothing is derived beside it
+    specific = RootCause(by_id["state-serializer-incompatible"], [failed], 1, [], 0.8)
+    kept = fallback([failed], {"task-failed": 1}, [specific], by_id, {"flink-taskmanager"})
+    assert (kept.verdict, kept.derived, kept.derived_first) == ("known-cause", [], False)

@@ -3,10 +3,14 @@
 A failure in the input is never answered "healthy". After correlate(), if no cause rule explains what happened
 but failure evidence is present (findings of the `failure_rules` in knowledge/exceptions.yaml: task and job
 transitions to FAILED, uncaught exceptions, pasted traces, errors of tools around Flink), the failure's exception
-chain is read from its event: the innermost `Caused by` is the root exception, the first frame in user or
-connector code says where it was thrown, and the category comes from the data table in the same file. Such a
-cause is marked derived, carries a lower confidence, and says so in words. Symptom findings that no cause
-explains are kept as unexplained symptoms, with the rules that would explain them and the logs they read.
+chain is read from its event and its category taken from the most specific evidence there is (SPECIFICITY, the
+ladder the README gives under "How a cause is chosen"): a message the exceptions table or the catalogue of the
+code's own messages knows, then an exception class either knows, then the innermost exception's throwing
+package, then the first frame in user or connector code; within one step the innermost exception first. A cause
+rule whose match rests only on a frame's code (`attribution: frame`) stands on the frame step too: when the
+chain says something more specific, the derived cause comes first. Such a cause is marked derived, carries a
+lower confidence by its step, and says so in words. Symptom findings that no cause explains are kept as
+unexplained symptoms, with the rules that would explain them and the logs they read.
 """
 
 from __future__ import annotations
@@ -18,26 +22,39 @@ from functools import cache
 from importlib import resources
 
 from ..errors import RuleError
+from ..knowledge.catalogue import Catalogue, load_catalogue
+from ..knowledge.catalogue import Entry as CatalogueEntry
 from ..knowledge.rulebook import Rule
-from ..knowledge.validation import read_yaml, schema_problems
-from ..knowledge.vocabulary import CATEGORIES, Verdict
+from ..knowledge.validation import read_yaml, schema, schema_problems
+from ..knowledge.vocabulary import ANSWERED_BY, CATEGORIES, AnsweredBy, Verdict
 from .correlate import RootCause
 from .findings import OMITTED, Finding
 
 KNOWLEDGE = "knowledge/exceptions.yaml"
-SCHEMA = "knowledge/exceptions.schema.json"
 MAX_DERIVED = 3  # distinct derived causes reported, best first
 TRANSITION_RULES = ("task-failed", "job-restarting", "restart-strategy-exhausted")  # the failure's own trail
-# confidence by how the category was found: its class or message, its package, a frame, a user class, nothing
-CONFIDENCE = {1: 0.5, 2: 0.45, 3: 0.45, 4: 0.4, 5: 0.35, 6: 0.3}
-HOW = {
-    1: "the exception's class or message",
-    2: "the exception's package",
-    3: "the first frame in user or connector code",
-    4: "an exception class of the job's own code",
-    5: "nothing in the chain (category other)",
-    6: "no exception in the input (category other)",
+# How specific an answer is, most first: the step decides before time or count does (README, "How a cause is
+# chosen"); a derived cause's confidence and its words say which step answered.
+SPECIFICITY = {
+    1: "a cause rule's own signature",
+    2: "a catalogued message",
+    3: "a catalogued exception class",
+    4: "the innermost exception's throwing package",
+    5: "a frame's package",
+    6: "an exception class of the job's own code",
+    7: "a generic error line",
 }
+FRAME_STEP = 5  # where a cause rule with `attribution: frame` stands
+CONFIDENCE = {2: 0.55, 3: 0.5, 4: 0.45, 5: 0.4, 6: 0.35, 7: 0.3}  # of a derived cause, by its step
+HOW = {
+    2: "a message the code prints (the exceptions table or the catalogue of the code's own messages)",
+    3: "the exception's class (the exceptions table or the catalogue of the code's own exceptions)",
+    4: "the package that threw the exception",
+    5: "the first frame in user or connector code",
+    6: "an exception class of the job's own code",
+    7: "nothing more specific than a failure line (category other)",
+}
+SHADED = re.compile(r"^org\.apache\.flink\.shaded\.\w+\.")  # Flink's shaded copies (org.apache.flink.shaded.curator5.)
 # unexplained symptoms are listed beside any verdict: alone they are not a failure (a checkpoint that cannot be
 # triggered while a job starts is routine), and their cause is by definition not in the input
 
@@ -64,6 +81,7 @@ class Entry:
     message: re.Pattern | None = None
     packages: tuple[str, ...] = ()
     frames: tuple[str, ...] = ()
+    catalogue: str | None = None  # set when the answer is a catalogue entry (its id), not a row of the table
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,11 @@ class Derivation:
     tier: int  # a key of HOW: lower is more specific
     entry: Entry | None
     frame: str | None  # first frame in user or connector code
+    catalogue: str | None = None  # the catalogue entry's id, when the catalogue answered
+
+    @property
+    def answered_by(self) -> AnsweredBy:
+        return ANSWERED_BY[self.tier - 1]
 
 
 @dataclass
@@ -123,12 +146,12 @@ class Outcome:
     verdict: Verdict
     derived: list[DerivedCause]
     unexplained: list[Unexplained]
+    derived_first: bool = False  # the derived cause outranks the cause rules' (which only name a frame's code)
 
 
 @cache
 def knowledge() -> Knowledge:
     """The exceptions table, validated against its schema at first use (a broken file is a RuleError)."""
-    import json
 
     import jsonschema
 
@@ -137,7 +160,7 @@ def knowledge() -> Knowledge:
     problems: list[str] = []
     data, node = read_yaml(KNOWLEDGE, text, problems)
     if data is not None:
-        validator = jsonschema.Draft202012Validator(json.loads(files.joinpath(SCHEMA).read_text("utf-8")))
+        validator = jsonschema.Draft202012Validator(schema("exceptions"))
         problems += schema_problems(validator, data, node, KNOWLEDGE)
     if not problems:
         unknown = sorted({e["category"] for e in data["entries"]} - set(CATEGORIES))
@@ -217,28 +240,72 @@ def _line_numbers(finding: Finding, lines: list[str], max_event_lines: int) -> l
     return [*head, None, *tail]
 
 
-def derive(chain: list[Thrown], known: Knowledge) -> Derivation:
-    """The category of a chain, from the most specific evidence the table has an answer for (see HOW)."""
+def derive(chain: list[Thrown], known: Knowledge, catalogue: Catalogue | None = None) -> Derivation:
+    """The category of a chain, from the most specific evidence there is (SPECIFICITY), the innermost exception
+    first within each step. The exceptions table (hand-written, knowledge/exceptions.yaml) is asked before the
+    catalogue (generated from the code) on each step; a catalogue entry of category `other` never answers, and
+    one whose category comes only from its package or component answers on the package step."""
     if not chain:
-        return Derivation("other", 6, None, None)
+        return Derivation("other", 7, None, None)
     inner_first = chain[::-1]
     every_frame = [f for thrown in chain for f in thrown.frames]
     frame = _code_frame(inner_first, known)
-    for thrown in inner_first:
-        for entry in known.entries:
-            if (entry.cls or entry.message) and not entry.packages and _fits(entry, thrown, every_frame):
-                return Derivation(entry.category, 1, entry, frame[1] if frame else None)
-    for thrown in inner_first:
-        for entry in known.entries:
-            if entry.packages and thrown.cls.startswith(entry.packages):
-                return Derivation(entry.category, 2, entry, frame[1] if frame else None)
+    where = frame[1] if frame else None
+    for step, ask in ((2, _by_message), (3, _by_class), (4, _by_package)):
+        for thrown in inner_first:
+            found = ask(thrown, known, catalogue, every_frame)
+            if found is not None:
+                return Derivation(found.category, step, found, where, found.catalogue)
     if frame:
         owner, name = frame
-        return Derivation(owner.category if owner else "user-code-error", 3, owner, name)
+        return Derivation(owner.category if owner else "user-code-error", 5, owner, name)
     for thrown in inner_first:
         if not thrown.cls.startswith(known.neutral):
-            return Derivation("user-code-error", 4, None, None)
-    return Derivation("other", 5, None, None)
+            return Derivation("user-code-error", 6, None, None)
+    return Derivation("other", 7, None, None)
+
+
+def _by_message(thrown: Thrown, known: Knowledge, catalogue: Catalogue | None, frames: list[str]) -> Entry | None:
+    """Step 2: a table entry with a message that fits the exception (its class too, when it names one)."""
+    for entry in known.entries:
+        if entry.message and not entry.packages and _fits(entry, thrown, frames):
+            return entry
+    return None
+
+
+def _by_class(thrown: Thrown, known: Knowledge, catalogue: Catalogue | None, frames: list[str]) -> Entry | None:
+    """Step 3: a table entry of the exception's class alone, else the catalogue's entry of that class when its
+    category rests on the class or its wording."""
+    for entry in known.entries:
+        if entry.cls and not entry.message and not entry.packages and _fits(entry, thrown, frames):
+            return entry
+    found = catalogue.by_class.get(SHADED.sub("", thrown.cls)) if catalogue else None
+    if found is not None and found.category != "other" and _reason(found) in ("class", "wording"):
+        return _catalogued(found)
+    return None
+
+
+def _by_package(thrown: Thrown, known: Knowledge, catalogue: Catalogue | None, frames: list[str]) -> Entry | None:
+    """Step 4: a table entry of the exception's package, else the catalogue's entry of its class when its
+    category comes from the package or component that defines it."""
+    for entry in known.entries:
+        if entry.packages and thrown.cls.startswith(entry.packages):
+            return entry
+    found = catalogue.by_class.get(SHADED.sub("", thrown.cls)) if catalogue else None
+    if found is not None and found.category != "other" and _reason(found) in ("package", "component"):
+        return _catalogued(found)
+    return None
+
+
+def _reason(entry: CatalogueEntry) -> str:
+    """What a catalogue entry's category rests on: class, wording, package, component (or 'no': other)."""
+    return entry.reason.split(" ", 1)[0]
+
+
+def _catalogued(entry: CatalogueEntry) -> Entry:
+    """A catalogue entry as the table's kind of answer: its category, what the category means, its fix hint."""
+    meaning = CATEGORIES[entry.category].meaning
+    return Entry(entry.category, f"{meaning} (catalogued from {entry.where})", entry.fix, catalogue=entry.id)
 
 
 def _fits(entry: Entry, thrown: Thrown, frames: list[str]) -> bool:
@@ -267,25 +334,32 @@ def fallback(
     rules: dict[str, Rule],
     kinds: set[str],
 ) -> Outcome:
-    """The verdict, the derived causes (only when no known cause) and the symptoms no cause explains."""
+    """The verdict, the derived causes and the symptoms no cause explains.
+
+    A cause is derived from the failure's exception chain when no cause rule names one, or when the best one
+    only attributes the failure to a frame's code (`attribution: frame`) and the chain says something more
+    specific: then the derived cause comes first (`derived_first`)."""
     known = knowledge()
     explained = {rule.id for root in roots for rule, _, _ in root.chain} | {root.rule.id for root in roots}
     derived: list[DerivedCause] = []
-    if not roots:
-        derived = _derived(findings, known)
-        if derived:
-            explained |= set(known.failure_rules)
+    if not roots or roots[0].rule.attribution == "frame":
+        derived = _derived(findings, known, load_catalogue())
+    first = bool(derived) and (not roots or derived[0].derivation.tier < FRAME_STEP)
+    if roots and not first:
+        derived = []
+    if derived:
+        explained |= set(known.failure_rules)
     unexplained = _unexplained(findings, counts, rules, explained, kinds)
-    verdict: Verdict = "known-cause" if roots else "derived-cause" if derived else "no-failure"
-    return Outcome(verdict, derived, unexplained)
+    verdict: Verdict = "derived-cause" if first else "known-cause" if roots else "no-failure"
+    return Outcome(verdict, derived, unexplained, derived_first=first)
 
 
-def _derived(findings: list[Finding], known: Knowledge) -> list[DerivedCause]:
+def _derived(findings: list[Finding], known: Knowledge, catalogue: Catalogue | None) -> list[DerivedCause]:
     failures = [f for f in findings if f.rule in known.failure_rules]
     candidates = []
     for finding in failures:
         chain = exception_chain(finding)
-        candidates.append(DerivedCause(finding, chain, derive(chain, known)))
+        candidates.append(DerivedCause(finding, chain, derive(chain, known, catalogue)))
     candidates.sort(key=lambda c: _rank(c, known))
     groups: dict[tuple[str, str], DerivedCause] = {}
     for candidate in candidates:

@@ -24,6 +24,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from ..errors import RuleError
+from ..knowledge.validation import schema
 from ..safety.masking import mask
 from ..scan.events import WARN_LEVELS
 from ..sources.ingest import Manifest
@@ -250,8 +252,16 @@ def _template(row, count: int, level: str, first: datetime | None, last: datetim
 
 @cache
 def baseline() -> Baseline:
-    """The shipped baseline of healthy runs (knowledge/baseline.json)."""
+    """The shipped baseline of healthy runs (knowledge/baseline.json), checked against its schema."""
+    import jsonschema
+
     data = json.loads(resources.files("flinkdoctor").joinpath(BASELINE).read_text("utf-8"))
+    problems = [
+        f"{BASELINE}: {e.json_path}: {e.message}"
+        for e in jsonschema.Draft202012Validator(schema("baseline")).iter_errors(data)
+    ]
+    if problems:
+        raise RuleError("\n".join(problems))
     return Baseline(tuple(data["runs"]), {key: int(t["runs"]) for key, t in data["templates"].items()})
 
 
@@ -291,7 +301,7 @@ def failure_time(findings: list[Finding], roots: list[RootCause], outcome: Outco
     failure event (fallback's failure rules); None when the input shows no failure."""
     from .fallback import knowledge
 
-    if roots:
+    if roots and not (outcome and outcome.derived_first):
         times = [f.time for f in roots[0].instances if f.time]
         if times:
             return min(times)

@@ -20,7 +20,7 @@ from ..runtime.userstate import cached, content_key, store
 from .regexes import checked, parse, sre
 from .validation import line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
-from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS, Level, Role
+from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS, Attribution, Level, Role
 
 MATCH_FIELDS = ("text", "message", "logger", "exception", "thread")
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -115,6 +115,7 @@ class Rule:
     sources: tuple[str, ...] = ()
     priority: int = 50
     confidence: float = 0.7
+    attribution: Attribution = "signature"
     captures: Mapping[str, Capture] = field(default_factory=dict, hash=False)
     where: Mapping[str, Bound] = field(default_factory=dict, hash=False)
     onset: str | None = None
@@ -355,6 +356,7 @@ def _load_file(path: Path, expander: _Expander, problems: list[str]) -> Rule | N
         sources=tuple(data.get("sources", ())),
         priority=data.get("priority", top["priority"]["default"]),
         confidence=data.get("confidence", top["confidence"]["default"]),
+        attribution=data.get("attribution", top["attribution"]["default"]),
         captures={name: Capture(name, spec.get("unit")) for name, spec in data.get("captures", {}).items()},
         where={name: Bound(b.get("gte"), b.get("lte")) for name, b in data.get("where", {}).items()},
         onset=data.get("onset"),

@@ -176,6 +176,24 @@ SOURCE_KINDS: tuple[str, ...] = (
 # A rule's part in a diagnosis: a cause can be a root cause; a symptom is explained by one; context only informs.
 Role = Literal["cause", "symptom", "context"]
 ROLES: tuple[Role, ...] = get_args(Role)
+# What a rule's match rests on: its own signature (a message, an exception, a state), or only the code a stack
+# frame is in (a connector's, the job's own): a `frame` cause ranks below what the failure's own exception says
+# more specifically (diagnosis/fallback.py, SPECIFICITY).
+Attribution = Literal["signature", "frame"]
+ATTRIBUTIONS: tuple[Attribution, ...] = get_args(Attribution)
+# Which step of the specificity ladder answered a root cause (README, "How a cause is chosen"), most specific
+# first: a cause rule's signature, a catalogued message, a catalogued exception class, the throwing package, a
+# frame's package (also a rule with `attribution: frame`), an exception class of the job's own code, a failure line.
+AnsweredBy = Literal[
+    "rule",
+    "catalogued-message",
+    "catalogued-class",
+    "throwing-package",
+    "frame-package",
+    "user-class",
+    "failure-line",
+]
+ANSWERED_BY: tuple[AnsweredBy, ...] = get_args(AnsweredBy)
 # Log levels a signature can require (layouts upper-case the level they read).
 Level = Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
 LEVELS: tuple[Level, ...] = get_args(Level)

@@ -21,13 +21,13 @@ from ..diagnosis.fallback import HOW, DerivedCause, Outcome, Unexplained
 from ..diagnosis.findings import Finding
 from ..diagnosis.unexplained import Ranked
 from ..knowledge.rulebook import Rule
-from ..knowledge.vocabulary import Verdict
+from ..knowledge.vocabulary import AnsweredBy, Verdict
 from ..safety.masking import mask
 from ..sources.ingest import Manifest
 from ..sources.layouts import layout_by_id
 
 SCHEMA = "flinkdoctor.report/v1"
-CONTRACT_VERSION = "1.1"  # minor versions of v1 only add optional fields and sections (see the docstring)
+CONTRACT_VERSION = "1.2"  # minor versions of v1 only add optional fields and sections (CHANGELOG.md)
 EVIDENCE_PER_FINDING = 5
 MOSTLY_UNPARSED = 0.5  # a source with more unparsed lines than this share is named as unreadable
 # a value from the input goes into a shell command only when it looks like a path or an id: no spaces, quotes,
@@ -78,6 +78,8 @@ class RootCauseReport:
     fix: list[Fix]
     references: list[str]
     derived: bool = False  # derived from the failure's exception chain: no known signature matched
+    answered_by: AnsweredBy = "rule"  # the step of the specificity ladder that answered (README)
+    catalogue: str | None = None  # the catalogue entry that answered (knowledge/catalogue), if one did
 
 
 @dataclass(frozen=True)
@@ -418,6 +420,7 @@ def build_report(
                     + [fix for rule, _, _ in root.chain for fix in _fixes(rule, version, own, aftermath_only=True)]
                 ],
                 references=list(root.rule.references),
+                answered_by="frame-package" if root.rule.attribution == "frame" else "rule",
             )
         )
 
@@ -443,11 +446,14 @@ def build_report(
 
     derived = outcome.derived if outcome else []
     kinds = {s.kind for s in manifest.sources}
+    derived_roots = [_derived_root(cause, paths, kinds, rules) for cause in derived]
     return Report(
         input=given,
         flink_version=version,
         flink_version_from=version_source,
-        root_causes=root_causes + [_derived_root(cause, paths, kinds, rules) for cause in derived],
+        root_causes=(
+            [*derived_roots, *root_causes] if outcome and outcome.derived_first else [*root_causes, *derived_roots]
+        ),
         findings=finding_rows,
         skipped=[{k: mask(str(v)) or "" for k, v in item.items()} for item in manifest.skipped],
         timings=dict(timings or {}),
@@ -525,6 +531,8 @@ def _derived_root(
         fix=[Fix(text=mask(text) or "") for text in _derived_fixes(cause, where, kinds)],
         references=[],
         derived=True,
+        answered_by=how.answered_by,
+        catalogue=how.catalogue,
     )
 
 
