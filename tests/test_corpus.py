@@ -61,6 +61,7 @@ def test_schema_vocabularies_have_one_home():
         "level": list(vocabulary.LEVELS),
         "scope": list(vocabulary.SCOPES),
         "unit": list(vocabulary.UNITS),
+        "attribution": list(vocabulary.ATTRIBUTIONS),
     }
     for name, values in expected.items():
         assert "enum" not in written["$defs"][name], name

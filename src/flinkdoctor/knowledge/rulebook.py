@@ -20,7 +20,7 @@ from ..runtime.userstate import cached, content_key, store
 from .regexes import checked, parse, sre
 from .validation import line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
-from .vocabulary import CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS, Attribution, Level, Role
+from .vocabulary import ATTRIBUTIONS, CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS, Attribution, Level, Role
 
 MATCH_FIELDS = ("text", "message", "logger", "exception", "thread")
 UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -157,6 +157,7 @@ def rule_schema() -> dict:
         "level": LEVELS,
         "scope": SCOPES,
         "unit": UNITS,
+        "attribution": ATTRIBUTIONS,
     }
     for name, values in vocabularies.items():
         full["$defs"][name] = {**full["$defs"][name], "enum": list(values)}
