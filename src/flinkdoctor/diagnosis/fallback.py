@@ -54,6 +54,8 @@ HOW = {
     6: "an exception class of the job's own code",
     7: "nothing more specific than a failure line (category other)",
 }
+CATALOGUED_RULE = "catalogued-failure"  # the `rule` of a failure line only the catalogue knows (no failure rule)
+FAILURE_PRINTS = ("throw", "error", "fatal", "exit", "stderr")  # how code prints a message that can end a job
 SHADED = re.compile(r"^org\.apache\.flink\.shaded\.\w+\.")  # Flink's shaded copies (org.apache.flink.shaded.curator5.)
 # unexplained symptoms are listed beside any verdict: alone they are not a failure (a checkpoint that cannot be
 # triggered while a job starts is routine), and their cause is by definition not in the input
@@ -109,10 +111,39 @@ class Derivation:
     entry: Entry | None
     frame: str | None  # first frame in user or connector code
     catalogue: str | None = None  # the catalogue entry's id, when the catalogue answered
+    said: tuple[int, str] | None = None  # (file line, text) of the catalogued line that answered, outside the chain
 
     @property
     def answered_by(self) -> AnsweredBy:
         return ANSWERED_BY[self.tier - 1]
+
+
+@dataclass(frozen=True)
+class Said:
+    """A catalogued message the scan found on one line of the input (any line of an event, not only its first)."""
+
+    entry: CatalogueEntry
+    line: int  # file line
+    text: str
+
+
+@dataclass(frozen=True)
+class Catalogued:
+    """What the catalogue of the code's own messages found in one bundle: every catalogued line by source and
+    file line, and the failure lines no failure rule found (a message the code throws, logs as an error, or prints
+    before it exits, in an ERROR or FATAL event or in text without levels)."""
+
+    said: dict[int, dict[int, tuple[Said, ...]]] = field(default_factory=dict)  # sid -> file line -> what it said
+    failures: tuple[Finding, ...] = ()  # rule CATALOGUED_RULE
+
+    def within(self, finding: Finding) -> dict[int, tuple[Said, ...]]:
+        """The catalogued lines of a finding's event."""
+        lines = self.said.get(finding.sid, {})
+        if not lines:
+            return {}
+        first = finding.event_file_line(0) if finding.event_line else finding.line
+        last = finding.event_file_line(finding.event_lines - 1) if finding.event_line else finding.line
+        return {n: said for n, said in lines.items() if first <= n <= last}
 
 
 @dataclass
@@ -240,22 +271,35 @@ def _line_numbers(finding: Finding, lines: list[str], max_event_lines: int) -> l
     return [*head, None, *tail]
 
 
-def derive(chain: list[Thrown], known: Knowledge, catalogue: Catalogue | None = None) -> Derivation:
+def derive(
+    chain: list[Thrown],
+    known: Knowledge,
+    catalogue: Catalogue | None = None,
+    said: dict[int, tuple[Said, ...]] | None = None,
+) -> Derivation:
     """The category of a chain, from the most specific evidence there is (SPECIFICITY), the innermost exception
     first within each step. The exceptions table (hand-written, knowledge/exceptions.yaml) is asked before the
     catalogue (generated from the code) on each step; a catalogue entry of category `other` never answers, and
-    one whose category comes only from its package or component answers on the package step."""
-    if not chain:
-        return Derivation("other", 7, None, None)
+    one whose category comes only from its package or component answers on the package step. `said` holds the
+    catalogued messages the scan found on the event's lines: on an exception's own line they answer for that
+    exception; on the event's other lines (a log line's message, a script's error) after every exception."""
+    said = said or {}
     inner_first = chain[::-1]
     every_frame = [f for thrown in chain for f in thrown.frames]
-    frame = _code_frame(inner_first, known)
+    frame = _code_frame(inner_first, known) if chain else None
     where = frame[1] if frame else None
-    for step, ask in ((2, _by_message), (3, _by_class), (4, _by_package)):
+    thrown_lines = {thrown.line for thrown in chain}
+    elsewhere = [item for n, items in sorted(said.items()) if n not in thrown_lines for item in items]
+    for step, ask, reasons in ((2, _by_message, SPECIFIC), (3, _by_class, SPECIFIC), (4, _by_package, GENERAL)):
         for thrown in inner_first:
             found = ask(thrown, known, catalogue, every_frame)
+            if found is None:
+                found = _said(said.get(thrown.line, ()) if thrown.line else (), reasons, thrown.cls)
             if found is not None:
                 return Derivation(found.category, step, found, where, found.catalogue)
+        if step != 3 and (other := _said_where(elsewhere, reasons)) is not None:
+            entry, item = other
+            return Derivation(entry.category, step, entry, where, entry.catalogue, (item.line, item.text))
     if frame:
         owner, name = frame
         return Derivation(owner.category if owner else "user-code-error", 5, owner, name)
@@ -263,6 +307,28 @@ def derive(chain: list[Thrown], known: Knowledge, catalogue: Catalogue | None = 
         if not thrown.cls.startswith(known.neutral):
             return Derivation("user-code-error", 6, None, None)
     return Derivation("other", 7, None, None)
+
+
+SPECIFIC = ("class", "wording")  # a catalogue entry's category rests on what the code says
+GENERAL = ("package", "component")  # ... or only on where the code lives
+
+
+def _said(items: tuple[Said, ...] | list[Said], reasons: tuple[str, ...], cls: str | None = None) -> Entry | None:
+    found = _said_where(items, reasons, cls)
+    return found[0] if found else None
+
+
+def _said_where(
+    items: tuple[Said, ...] | list[Said], reasons: tuple[str, ...], cls: str | None = None
+) -> tuple[Entry, Said] | None:
+    """The best catalogued message among a line's (or lines'): one the code throws with this exception's class
+    first, then the longest (the most words the code fixed); never one of category other."""
+    fitting = [s for s in items if s.entry.category != "other" and _reason(s.entry) in reasons]
+    if not fitting:
+        return None
+    plain = SHADED.sub("", cls) if cls else None
+    best = min(fitting, key=lambda s: (s.entry.cls != plain, -len(s.entry.text), s.line, s.entry.id))
+    return _catalogued(best.entry), best
 
 
 def _by_message(thrown: Thrown, known: Knowledge, catalogue: Catalogue | None, frames: list[str]) -> Entry | None:
@@ -333,17 +399,20 @@ def fallback(
     roots: list[RootCause],
     rules: dict[str, Rule],
     kinds: set[str],
+    catalogued: Catalogued | None = None,
 ) -> Outcome:
     """The verdict, the derived causes and the symptoms no cause explains.
 
     A cause is derived from the failure's exception chain when no cause rule names one, or when the best one
     only attributes the failure to a frame's code (`attribution: frame`) and the chain says something more
-    specific: then the derived cause comes first (`derived_first`)."""
+    specific: then the derived cause comes first (`derived_first`). `catalogued` is what the catalogue of the
+    code's own messages found: messages on the failure events' lines, and failure lines no failure rule knows
+    (after every failure rule's events)."""
     known = knowledge()
     explained = {rule.id for root in roots for rule, _, _ in root.chain} | {root.rule.id for root in roots}
     derived: list[DerivedCause] = []
     if not roots or roots[0].rule.attribution == "frame":
-        derived = _derived(findings, known, load_catalogue())
+        derived = _derived(findings, known, load_catalogue(), catalogued or Catalogued())
     first = bool(derived) and (not roots or derived[0].derivation.tier < FRAME_STEP)
     if roots and not first:
         derived = []
@@ -354,12 +423,16 @@ def fallback(
     return Outcome(verdict, derived, unexplained, derived_first=first)
 
 
-def _derived(findings: list[Finding], known: Knowledge, catalogue: Catalogue | None) -> list[DerivedCause]:
+def _derived(
+    findings: list[Finding], known: Knowledge, catalogue: Catalogue | None, catalogued: Catalogued
+) -> list[DerivedCause]:
     failures = [f for f in findings if f.rule in known.failure_rules]
+    found = {(f.sid, f.event_line or f.line) for f in failures}
+    failures += [f for f in catalogued.failures if (f.sid, f.event_line or f.line) not in found]
     candidates = []
     for finding in failures:
         chain = exception_chain(finding)
-        candidates.append(DerivedCause(finding, chain, derive(chain, known, catalogue)))
+        candidates.append(DerivedCause(finding, chain, derive(chain, known, catalogue, catalogued.within(finding))))
     candidates.sort(key=lambda c: _rank(c, known))
     groups: dict[tuple[str, str], DerivedCause] = {}
     for candidate in candidates:
@@ -384,7 +457,7 @@ def _rank(candidate: DerivedCause, known: Knowledge) -> tuple:
     finding = candidate.finding
     return (
         not candidate.chain,
-        known.failure_rules.index(finding.rule),
+        known.failure_rules.index(finding.rule) if finding.rule in known.failure_rules else len(known.failure_rules),
         candidate.derivation.tier,
         finding.time is None,
         finding.time or datetime.min,

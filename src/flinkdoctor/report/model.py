@@ -496,6 +496,9 @@ def _derived_root(
     if root:
         line, text = root.line or failure.line, mask(root.text) or ""
         evidence.append(Evidence(paths[failure.sid], line, iso(failure.time), text, failure.host))
+        if how.said:  # the catalogued message that answered is on another line of the event
+            said_line, said = how.said
+            evidence.append(Evidence(paths[failure.sid], said_line, iso(failure.time), mask(said) or "", failure.host))
     evidence += [_evidence(f, paths) for f in cause.instances if not (root and f is failure and f.line == root.line)]
     if root:
         short = root.cls.rsplit(".", 1)[-1] + (f": {root.message}" if root.message else "")
@@ -506,6 +509,16 @@ def _derived_root(
             f"{thrown}"
             + (f", thrown at {how.frame}" if how.frame else "")
             + ". "
+            + (f"This usually means {how.entry.about}. " if how.entry else "")
+            + f"The category comes from {HOW[how.tier]}."
+        )
+    elif how.said:
+        line, said = how.said
+        title = mask(said.strip()[:160]) or ""
+        evidence.insert(0, Evidence(paths[failure.sid], line, iso(failure.time), mask(said) or "", failure.host))
+        explanation = (
+            f"Derived from a message the code prints, no known signature matched. The failure at "
+            f"{paths[failure.sid]}:{line} says: {said.strip()[:300]}. "
             + (f"This usually means {how.entry.about}. " if how.entry else "")
             + f"The category comes from {HOW[how.tier]}."
         )
