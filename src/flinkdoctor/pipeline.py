@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .analytics import Analytics, analyse, analytics_rules, config_knowledge, extract, load_metrics
 from .analytics.metrics import Measure
@@ -27,13 +28,16 @@ from .report.model import Report, build_report, input_report
 from .runtime.workdir import WorkDir
 from .scan.events import EventsResult, build_events
 from .scan.matcher import build_matcher
-from .sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
+from .sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def diagnose(
     paths: list[str | Path],
     *,
-    spark=None,
+    spark: SparkSession | None = None,
     work_dir: str | Path | None = None,
     keep_work_dir: bool = False,
     timezone: str = "UTC",
@@ -93,7 +97,7 @@ class Diagnoses:
 
 
 def diagnose_bundles(
-    spark,
+    spark: SparkSession,
     manifests: Sequence[Manifest],
     work: Path,
     rules: list[Rule],
@@ -207,7 +211,7 @@ def combine(manifests: Sequence[Manifest]) -> tuple[Manifest, list[Manifest], di
     if len(manifests) == 1:
         only = manifests[0]
         return only, [only], dict.fromkeys((s.id for s in only.sources), 0)
-    every: list = []
+    every: list[Source] = []
     views, bundle_of, years = [], {}, []
     for b, manifest in enumerate(manifests):
         own = tuple(replace(source, id=len(every) + i) for i, source in enumerate(manifest.sources))
@@ -220,9 +224,17 @@ def combine(manifests: Sequence[Manifest]) -> tuple[Manifest, list[Manifest], di
     return Manifest(tuple(every), manifests[0].work_dir, year, skipped), views, bundle_of
 
 
-def _by_bundle(items: list, bundle_of: dict[int, int], bundles: int) -> list[list]:
+class _FromSource(Protocol):
+    @property
+    def sid(self) -> int: ...
+
+
+_Item = TypeVar("_Item", bound=_FromSource)
+
+
+def _by_bundle(items: Sequence[_Item], bundle_of: dict[int, int], bundles: int) -> list[list[_Item]]:
     """Items that carry a source id (`sid`: findings, measures, templates) split by the bundle of their source."""
-    split: list[list] = [[] for _ in range(bundles)]
+    split: list[list[_Item]] = [[] for _ in range(bundles)]
     for item in items:
         split[bundle_of[item.sid]].append(item)
     return split

@@ -12,6 +12,7 @@ import importlib
 import re
 import sys
 from functools import cache
+from typing import Any, TypeAlias
 
 # Python 3.11+: the parser is private under re; 3.10 has the (now deprecated) top-level modules
 _NEW = sys.version_info >= (3, 11)
@@ -23,14 +24,19 @@ ATOMIC = getattr(sre, "ATOMIC_GROUP", object())
 BACKTRACKING = (sre.MAX_REPEAT, sre.MIN_REPEAT)
 UNBOUNDED = sre.MAXREPEAT
 
+# A parse tree of Python's regex parser (re._parser.SubPattern) and one node's argument: the parser is a private
+# module loaded by name above, so its values come in untyped.
+ParseTree: TypeAlias = Any
+NodeArg: TypeAlias = Any
+
 
 @cache
-def python_regex(java: str) -> re.Pattern:
+def python_regex(java: str) -> re.Pattern[str]:
     """The Java regex as a compiled Python one (`(?<name>` becomes `(?P<name>`); raises re.error if invalid."""
     return re.compile(_python_syntax(java))
 
 
-def checked(java: str) -> tuple[re.Pattern | None, str | None]:
+def checked(java: str) -> tuple[re.Pattern[str] | None, str | None]:
     """The regex compiled (None when invalid), and what is wrong with it: invalid, or it can backtrack
     catastrophically. What every loader of regexes (rules, metrics, layouts, shapes) refuses."""
     try:
@@ -41,7 +47,7 @@ def checked(java: str) -> tuple[re.Pattern | None, str | None]:
     return compiled, (f"{java!r} can backtrack catastrophically: {danger}" if danger else None)
 
 
-def parse(java: str):
+def parse(java: str) -> ParseTree:
     """Python's parse tree (a SubPattern) of a Java regex that python_regex accepts."""
     return sre_parse.parse(_python_syntax(java))
 
@@ -61,7 +67,7 @@ def nested_quantifier(java: str) -> str | None:
     return _nested(parse(java))
 
 
-def _nested(tree) -> str | None:
+def _nested(tree: ParseTree) -> str | None:
     for op, av in tree:
         if op in BACKTRACKING and av[1] > 1 and _has_unbounded(av[2]):
             low, high = av[0], av[1]
@@ -75,7 +81,7 @@ def _nested(tree) -> str | None:
     return None
 
 
-def _has_unbounded(tree) -> bool:
+def _has_unbounded(tree: ParseTree) -> bool:
     for op, av in tree:
         if op in BACKTRACKING and av[1] == UNBOUNDED:
             return True
@@ -84,7 +90,7 @@ def _has_unbounded(tree) -> bool:
     return False
 
 
-def _children(op, av) -> list:
+def _children(op: object, av: NodeArg) -> list[ParseTree]:
     """The sub-trees under one node (repeats, groups, alternatives, lookarounds, conditionals, atomic groups)."""
     if op in BACKTRACKING or op is POSSESSIVE:
         return [av[2]]

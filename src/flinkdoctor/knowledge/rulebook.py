@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import cast
+
+from yaml import Node
 
 from ..errors import RuleError
+from ..jsondata import JSON, JSONObject
 from ..runtime.userstate import cached, content_key, store
 from .regexes import checked, parse, sre
-from .validation import line_of, read_yaml, schema, schema_problems
+from .validation import SchemaValidator, line_of, read_yaml, schema, schema_problems
 from .versions import matches, specifier
 from .vocabulary import ATTRIBUTIONS, CATEGORIES, LEVELS, ROLES, SCOPES, SOURCE_KINDS, UNITS, Attribution, Level, Role
 
@@ -146,7 +150,7 @@ def duration_text(ms: int) -> str:
 
 
 @lru_cache(maxsize=1)
-def rule_schema() -> dict:
+def rule_schema() -> JSONObject:
     """The rule schema with its closed vocabularies filled in from their one home."""
     full = dict(schema("rule"))
     full["$defs"] = dict(full["$defs"])
@@ -165,14 +169,15 @@ def rule_schema() -> dict:
 
 
 @lru_cache(maxsize=2)
-def _validator(entry: str):
+def _validator(entry: str) -> SchemaValidator:
     """A validator of a rule file ('rule') or of a relations file ('relationSets'), built once."""
     import jsonschema
 
     full = rule_schema()
     if entry != "rule":
         full = {"$schema": full["$schema"], "$defs": full["$defs"], "$ref": f"#/$defs/{entry}"}
-    return jsonschema.Draft202012Validator(full)
+    validator: SchemaValidator = jsonschema.Draft202012Validator(full)  # jsonschema ships no types
+    return validator
 
 
 def relation_defaults() -> dict[str, str]:
@@ -192,8 +197,8 @@ def load_rules(extra_dirs: Sequence[str | Path] = (), builtin: bool = True) -> l
     folders, so an unchanged rulebook is not checked again on the next run."""
     dirs = ([builtin_rules_dir()] if builtin else []) + [Path(d) for d in extra_dirs]
     key = content_key(d.resolve() for d in dirs)
-    if (rules := cached("rules", key)) is not None:
-        return rules
+    if (kept := cached("rules", key)) is not None:
+        return cast("list[Rule]", kept)  # what store() below kept under this key
     rules = _load(dirs)
     store("rules", key, rules)
     return rules
@@ -232,9 +237,9 @@ def _load(dirs: list[Path]) -> list[Rule]:
 
 @dataclass
 class _RawSet:
-    items: list  # explains items as written (relations, set names, set references)
+    items: list[JSON]  # explains items as written (relations, set names, set references)
     path: Path
-    node: object  # the YAML node of the set, for line numbers
+    node: Node  # the YAML node of the set, for line numbers
 
 
 def _load_sets(path: Path, sets: dict[str, _RawSet], problems: list[str]) -> None:
@@ -261,7 +266,7 @@ class _Expander:
         self.sets, self.problems = sets, problems
         self.defaults = relation_defaults()
 
-    def explains(self, items: list, path: Path, node) -> tuple[Relation, ...]:
+    def explains(self, items: list[JSON], path: Path, node: Node) -> tuple[Relation, ...]:
         expanded = self._items(items, path, node, ["explains"], {}, ())
         own = {rel.target for rel, from_set in expanded if not from_set}
         kept = [rel for rel, from_set in expanded if not (from_set and rel.target in own)]
@@ -276,7 +281,13 @@ class _Expander:
         return tuple(kept)
 
     def _items(
-        self, items: list, path: Path, node, where: list, override: dict, chain: tuple
+        self,
+        items: list[JSON],
+        path: Path,
+        node: Node,
+        where: list[str | int],
+        override: JSONObject,
+        chain: tuple[str, ...],
     ) -> list[tuple[Relation, bool]]:
         out: list[tuple[Relation, bool]] = []
         for i, item in enumerate(items):
@@ -379,7 +390,7 @@ def _load_file(path: Path, expander: _Expander, problems: list[str]) -> Rule | N
     )
 
 
-def _fixes(items: list[dict]) -> tuple[Fix, ...]:
+def _fixes(items: list[JSONObject]) -> tuple[Fix, ...]:
     """The fixes as the report lists them: a fix with config_by_version is one fix per version range."""
     fixes = []
     for item in items:
@@ -390,7 +401,7 @@ def _fixes(items: list[dict]) -> tuple[Fix, ...]:
     return tuple(fixes)
 
 
-def _check_regexes(path: Path, node, data: dict, problems: list[str]) -> None:
+def _check_regexes(path: Path, node: Node, data: JSONObject, problems: list[str]) -> None:
     for i, sig in enumerate(data["match"]):
         for key in MATCH_FIELDS:
             if key not in sig:
@@ -413,7 +424,7 @@ def _check_regexes(path: Path, node, data: dict, problems: list[str]) -> None:
                     problems.append(f"{where}: capture {name!r} is not declared under captures")
 
 
-def _check_literals(path: Path, node, data: dict, problems: list[str]) -> None:
+def _check_literals(path: Path, node: Node, data: JSONObject, problems: list[str]) -> None:
     """Each signature needs a plain substring that every match holds: the scan reads only the events that hold
     one of each signature's (prefilter.py), so a signature without one would never match."""
     for i, sig in enumerate(data["match"]):
@@ -424,9 +435,9 @@ def _check_literals(path: Path, node, data: dict, problems: list[str]) -> None:
             )
 
 
-def _check_versions(path: Path, node, data: dict, problems: list[str]) -> None:
+def _check_versions(path: Path, node: Node, data: JSONObject, problems: list[str]) -> None:
     """Every version specifier parses (a malformed one would silently match nothing or everything)."""
-    specs: list[tuple[list, str]] = [(["versions"], data["versions"])] if "versions" in data else []
+    specs: list[tuple[list[str | int], str]] = [(["versions"], data["versions"])] if "versions" in data else []
     for i, fix in enumerate(data.get("fix", [])):
         if "versions" in fix:
             specs.append((["fix", i, "versions"], fix["versions"]))

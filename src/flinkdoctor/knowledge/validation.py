@@ -8,22 +8,35 @@ Past this edge the data is turned into frozen typed objects (rulebook.Rule, layo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Protocol
 
 import yaml
 
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+from ..jsondata import JSON, JSONObject
+
+LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when PyYAML has it
+
+
+class SchemaValidator(Protocol):
+    """What is used of a jsonschema validator (jsonschema ships no types: its errors come in untyped)."""
+
+    def iter_errors(self, instance: JSON) -> Iterable[JSON]: ...
 
 
 @cache
-def schema(name: str) -> dict:
+def schema(name: str) -> JSONObject:
     """A schema of the package (schemas/<name>.schema.json), as written."""
-    return json.loads(resources.files("flinkdoctor").joinpath(f"schemas/{name}.schema.json").read_text("utf-8"))
+    loaded: JSONObject = json.loads(
+        resources.files("flinkdoctor").joinpath(f"schemas/{name}.schema.json").read_text("utf-8")
+    )
+    return loaded
 
 
-def read_yaml(path: Path | str, text: str, problems: list[str]):
+def read_yaml(path: Path | str, text: str, problems: list[str]) -> tuple[JSON, yaml.Node | None]:
     """(data, node) of a YAML document, the node giving line numbers; (None, None) and a problem when invalid.
     A key given twice in one mapping is a problem: YAML would silently keep the last one."""
     loader = LOADER(text)
@@ -44,9 +57,9 @@ def read_yaml(path: Path | str, text: str, problems: list[str]):
         loader.dispose()
 
 
-def _duplicate_keys(root):
+def _duplicate_keys(root: yaml.Node | None) -> Iterator[tuple[int, str, int]]:
     """(line, key, line of its first occurrence) of every key repeated within one mapping of the node tree."""
-    stack = [root] if root is not None else []
+    stack: list[yaml.Node] = [root] if root is not None else []
     while stack:
         node = stack.pop()
         if isinstance(node, yaml.MappingNode):
@@ -62,7 +75,7 @@ def _duplicate_keys(root):
             stack.extend(node.value)
 
 
-def schema_problems(validator, data, node, path: Path | str) -> list[str]:
+def schema_problems(validator: SchemaValidator, data: JSON, node: yaml.Node | None, path: Path | str) -> list[str]:
     """Every schema violation of `data` as `file:line: where: reason`. For an item that fits none of several
     shapes (oneOf), the reason of the shape it came closest to, at that shape's own location."""
     import jsonschema
@@ -76,7 +89,7 @@ def schema_problems(validator, data, node, path: Path | str) -> list[str]:
     return [f"{path}:{line}: {message}" for line, message in sorted(found)]
 
 
-def line_of(node, path: list) -> int:
+def line_of(node: yaml.Node | None, path: Sequence[str | int]) -> int:
     """1-based line of the YAML node at `path` (the nearest existing parent when the key is missing)."""
     line = node.start_mark.line + 1 if node else 1
     for key in path:

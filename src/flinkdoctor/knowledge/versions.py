@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
+
+from ..jsondata import JSON
 
 # Configuration keys that only exist from a version on: their presence in the user's config dates it.
 KEYS_SINCE = (
@@ -61,7 +64,9 @@ def matches(spec: str | None, version: str | None) -> bool:
     return True
 
 
-def detect(version_captures: list[str], configs: list[dict], rest_documents: list[object]) -> tuple[str | None, str]:
+def detect(
+    version_captures: list[str], configs: Sequence[Mapping[str, object]], rest_documents: Sequence[JSON]
+) -> tuple[str | None, str]:
     """(version, how it was found). Start-up lines and jar names first, then REST JSON, then config keys."""
     if version_captures:
         return Counter(version_captures).most_common(1)[0][0], "log"
@@ -79,7 +84,8 @@ def detect(version_captures: list[str], configs: list[dict], rest_documents: lis
     return None, "unknown"
 
 
-def _find_key(document, key):
+def _find_key(document: JSON, key: str) -> JSON:
+    """The value under `key` in a parsed REST document, searched depth first past empty ones; None when absent."""
     if isinstance(document, dict):
         if key in document:
             return document[key]

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from ..analytics.model import CheckpointAnalytics, ConfigAudit, iso
 from ..diagnosis.correlate import RootCause
 from ..diagnosis.fallback import HOW, DerivedCause, Outcome, Unexplained
 from ..diagnosis.findings import Finding
 from ..diagnosis.unexplained import Ranked
+from ..jsondata import JSONObject
 from ..knowledge.rulebook import Rule
 from ..knowledge.vocabulary import AnsweredBy, Verdict
 from ..safety.masking import mask
-from ..sources.ingest import Manifest
+from ..sources.ingest import Manifest, Source
 from ..sources.layouts import layout_by_id
 
 SCHEMA = "flinkdoctor.report/v1"
@@ -172,9 +174,9 @@ class Report:
     checkpoints: CheckpointAnalytics | None = None
     config_audit: ConfigAudit | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         """The JSON contract."""
-        data = {
+        data: JSONObject = {
             "schema": SCHEMA,
             "contract_version": CONTRACT_VERSION,
             "verdict": self.verdict,
@@ -203,7 +205,7 @@ class Report:
         return data
 
 
-def _checkpoints_dict(section: CheckpointAnalytics) -> dict:
+def _checkpoints_dict(section: CheckpointAnalytics) -> JSONObject:
     jobs = []
     for job in section.jobs:
         data = asdict(job)
@@ -212,7 +214,7 @@ def _checkpoints_dict(section: CheckpointAnalytics) -> dict:
     return {"jobs": jobs, "missing": list(section.missing)}
 
 
-def _audit_dict(audit: ConfigAudit) -> dict:
+def _audit_dict(audit: ConfigAudit) -> JSONObject:
     return {
         "version": audit.version,
         "settings": [asdict(s) for s in audit.settings],
@@ -221,7 +223,7 @@ def _audit_dict(audit: ConfigAudit) -> dict:
     }
 
 
-def _source_dict(source: SourceReport) -> dict:
+def _source_dict(source: SourceReport) -> JSONObject:
     data = asdict(source)
     for optional in ("encoding", "truncated", "shape"):
         if data[optional] is None:
@@ -232,7 +234,7 @@ def _source_dict(source: SourceReport) -> dict:
     return data
 
 
-def _untimed(source) -> bool:
+def _untimed(source: Source) -> bool:
     """A text source whose layout carries no wall-clock time (a pasted trace, dmesg uptimes, records without
     times): its events have no time, so the correlator does not order them against others."""
     if not source.staged or source.binary or source.derived or not source.layout or source.layout == "none":
@@ -240,8 +242,8 @@ def _untimed(source) -> bool:
     return not layout_by_id(source.layout).timed
 
 
-def _fix_dict(fix: Fix) -> dict:
-    data: dict = {"text": fix.text}
+def _fix_dict(fix: Fix) -> JSONObject:
+    data: JSONObject = {"text": fix.text}
     if fix.config:
         data["config"] = dict(fix.config)
     if fix.command:
@@ -253,7 +255,7 @@ def _fix_dict(fix: Fix) -> dict:
     return data
 
 
-def _root_dict(root: RootCauseReport) -> dict:
+def _root_dict(root: RootCauseReport) -> JSONObject:
     data = asdict(root)
     data["evidence"] = [asdict(e) for e in root.evidence]
     data["chain"] = [
@@ -274,16 +276,16 @@ def _evidence(finding: Finding, paths: dict[int, str]) -> Evidence:
     )
 
 
-def _fill(template: str, values: dict) -> str:
+def _fill(template: str, values: Mapping[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: str(values.get(m.group(1), f"<{m.group(1)}>")), template)
 
 
-def command_line(template: str, values: dict) -> str | None:
+def command_line(template: str, values: Mapping[str, str]) -> str | None:
     """A fix command with the input's values shell-quoted; None when a value is not a plausible path or id
     (then no command is printed at all: quoting alone would still hand the user a command to paste)."""
     missing = object()
 
-    def value(m: re.Match) -> str:
+    def value(m: re.Match[str]) -> str:
         found = values.get(m.group(1), missing)
         if found is missing:
             return f"<{m.group(1)}>"
@@ -297,12 +299,19 @@ def command_line(template: str, values: dict) -> str | None:
         return None
 
 
-def _fixes(rule: Rule, version: str | None, values: dict, aftermath_only: bool = False) -> list[dict]:
-    fixes = []
+# A rule's fix with the findings' values filled in, before it is masked (_as_fix); `for` names the rule of an
+# aftermath fix. Written as a call: `for` is a Python keyword.
+FilledFix = TypedDict(
+    "FilledFix", {"text": str, "config": dict[str, str], "command": str, "versions": str, "for": str}, total=False
+)
+
+
+def _fixes(rule: Rule, version: str | None, values: Mapping[str, str], aftermath_only: bool = False) -> list[FilledFix]:
+    fixes: list[FilledFix] = []
     for fix in rule.fix:
         if not fix.applies_to(version) or (aftermath_only and not fix.aftermath):
             continue
-        item: dict[str, Any] = {"text": _fill(fix.text, values)}
+        item: FilledFix = {"text": _fill(fix.text, values)}
         if fix.config:
             item["config"] = {k: _fill(str(v), values) for k, v in fix.config.items()}
         command = command_line(fix.command, values) if fix.command else None
@@ -318,7 +327,7 @@ def _fixes(rule: Rule, version: str | None, values: dict, aftermath_only: bool =
     return fixes
 
 
-def input_report(manifest: Manifest, stats: dict) -> InputReport:
+def input_report(manifest: Manifest, stats: Mapping[int, Mapping[str, int]]) -> InputReport:
     """input.*: files, lines (`wc -l` of the originals), lines in events and unparsed, events, and per source the
     same from the scan's `stats` (scan.events.EventsResult.stats); every line is in an event or unparsed, for text
     and structured sources alike."""
@@ -351,7 +360,7 @@ def input_report(manifest: Manifest, stats: dict) -> InputReport:
     )
 
 
-def _source_report(s, lines: int, unparsed: int) -> SourceReport:
+def _source_report(s: Source, lines: int, unparsed: int) -> SourceReport:
     return SourceReport(
         path=s.path,
         kind=s.kind,
@@ -378,7 +387,7 @@ def build_report(
     rules: dict[str, Rule],
     version: str | None,
     version_source: str,
-    timings: dict | None = None,
+    timings: Mapping[str, float] | None = None,
     work_dir: str | None = None,
     outcome: Outcome | None = None,
     unexplained: list[Ranked] | None = None,
@@ -466,7 +475,7 @@ def build_report(
     )
 
 
-def _as_fix(item: dict) -> Fix:
+def _as_fix(item: FilledFix) -> Fix:
     """A filled fix, masked: its text and values come partly from the logs."""
     return Fix(
         text=mask(item["text"]) or "",

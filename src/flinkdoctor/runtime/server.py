@@ -22,11 +22,25 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TypedDict
 
 from ..errors import UsageError
 from .userstate import content_key, state_dir
 
 DEFAULT_PORT = 15002
+
+
+class ServerState(TypedDict):
+    """What the state file records of the running server."""
+
+    pid: int
+    port: int
+    url: str  # sc://localhost:port
+    session: str  # the shared Spark Connect session's id
+    code: str  # content_key() of the code the session's workers imported
+    log: str  # the server's own output
+
+
 CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT_S = 120
 
@@ -35,11 +49,11 @@ def state_file() -> Path:
     return state_dir() / "server.json"
 
 
-def status() -> dict | None:
+def status() -> ServerState | None:
     """The running server's {pid, port, url, session, code, log}, or None (a stale state file is removed)."""
     path = state_file()
     try:
-        state = json.loads(path.read_text("utf-8"))
+        state: ServerState = json.loads(path.read_text("utf-8"))  # checked by use: a bad file is no server
         os.kill(int(state["pid"]), 0)
     except (OSError, ValueError, KeyError, TypeError):
         path.unlink(missing_ok=True)
@@ -67,13 +81,13 @@ def renew_session() -> str | None:
     return f"{state['url']}/;session_id={state['session']}"
 
 
-def _new_session(state: dict) -> dict:
+def _new_session(state: ServerState) -> ServerState:
     state = {**state, "session": str(uuid.uuid4()), "code": content_key(())}
     state_file().write_text(json.dumps(state), "utf-8")
     return state
 
 
-def start(port: int = DEFAULT_PORT) -> dict:
+def start(port: int = DEFAULT_PORT) -> ServerState:
     """Start the server in the background and wait until it accepts clients."""
     from pyspark.find_spark_home import _find_spark_home
 

@@ -12,8 +12,13 @@ import atexit
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _LOG: dict[str, Path | bool] = {}
 
@@ -24,7 +29,7 @@ def spark_session(
     remote: str | None = None,
     input_bytes: int | None = None,
     verbose: bool = False,
-):
+) -> SparkSession:
     """The session; `input_bytes`, when known, tunes a JVM this call starts to the input's size (jvm.py);
     `verbose` lets the output of a JVM this call starts through to the terminal."""
     from pyspark import SparkContext
@@ -60,7 +65,7 @@ def spark_session(
     return spark
 
 
-def _server_session():
+def _server_session() -> SparkSession | None:
     """The session of the server `flinkdoctor server start` runs, if one runs; a new one if that was closed."""
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
@@ -96,7 +101,7 @@ def keep_spark_log() -> Path | None:
 
 
 @contextmanager
-def _jvm_output_to_log(verbose: bool):
+def _jvm_output_to_log(verbose: bool) -> Iterator[None]:
     """While the JVM starts, point file descriptors 1 and 2 at a log file: the JVM inherits them and keeps them
     for its life, and ours are restored at once. Nothing to do when the JVM already runs (spark-submit, a second
     session) or when the user asked to see Spark's output."""

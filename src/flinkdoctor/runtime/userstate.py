@@ -45,9 +45,9 @@ def private(info: os.stat_result) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def cached(name: str, key: str):
+def cached(name: str, key: str) -> object:
     """The value stored under `name` for `key`, or None. Only a file this user owns and only this user can write
-    is read: it is a pickle."""
+    is read: it is a pickle. The caller knows what it stored under `name`."""
     path = state_dir() / f"{name}-{key}.pickle"
     try:
         if not private(path.stat()):
@@ -58,7 +58,7 @@ def cached(name: str, key: str):
         return None
 
 
-def store(name: str, key: str, value) -> None:
+def store(name: str, key: str, value: object) -> None:
     """Keep `value` under `name` for `key`, and remove this name's entries for other keys (ours: same pattern)."""
     folder = state_dir()
     temporary = None

@@ -94,5 +94,5 @@ class WorkDir:
     def __enter__(self) -> WorkDir:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

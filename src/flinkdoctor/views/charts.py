@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
+from ..jsondata import JSON, JSONObject
 from .sentences import checkpoint_sentences
 
 SVG = "{http://www.w3.org/2000/svg}"
 MOST_DRAWN = 1200  # points of one series a chart draws; a longer series is thinned to each span's extremes
+
+
+class JobCharts(TypedDict):
+    """One job's checkpoints as the HTML report shows them."""
+
+    job: str
+    summary: list[str]  # the sentences about its checkpoints
+    charts: list[str]  # inline SVG
 
 
 def _when(text: str | None) -> datetime | None:
@@ -84,11 +93,11 @@ def thin(points: list[tuple[datetime, float]], most: int = MOST_DRAWN) -> list[t
     return sorted({p for pair in extremes.values() for p in pair})
 
 
-def _label(name: str, points: list) -> str:
+def _label(name: str, points: list[tuple[datetime, float]]) -> str:
     return name if len(points) <= MOST_DRAWN else f"{name} ({len(points):,} points; each span's lowest and highest)"
 
 
-def strip_scripts(tree) -> str:
+def strip_scripts(tree: ElementTree.Element) -> str:
     """The SVG without pygal's script elements (its config and tooltip loader)."""
     ElementTree.register_namespace("", SVG[1:-1])
     ElementTree.register_namespace("xlink", "http://www.w3.org/1999/xlink")
@@ -99,11 +108,11 @@ def strip_scripts(tree) -> str:
     return ElementTree.tostring(tree, encoding="unicode")
 
 
-def checkpoint_charts(data: dict) -> list[dict]:
+def checkpoint_charts(data: JSONObject) -> list[JobCharts]:
     """Per job: the analytics' sentences and two charts, end-to-end durations (with timed storage steps such as an
     HDFS close as their own series) and sizes, against the timeout and the interval, failures marked."""
     section = data.get("checkpoints")
-    charts = []
+    charts: list[JobCharts] = []
     for job in section.get("jobs", []) if isinstance(section, dict) else []:
         series = job.get("series") or []
         limits = {
@@ -125,7 +134,7 @@ def checkpoint_charts(data: dict) -> list[dict]:
                 lines[stage].append((when, float(duration)))
             if point.get("size_bytes") is not None:
                 sizes.append((when, float(point["size_bytes"]) / 2**20))
-        item: dict[str, Any] = {
+        item: JobCharts = {
             "job": job.get("job") or "job",
             "summary": checkpoint_sentences(job),
             "charts": [],
@@ -139,28 +148,28 @@ def checkpoint_charts(data: dict) -> list[dict]:
     return charts
 
 
-def checkpoint_missing(data: dict) -> list[str]:
+def checkpoint_missing(data: JSONObject) -> list[str]:
     """What the checkpoint analytics could not measure, and which input would show it."""
     section = data.get("checkpoints")
     return [str(line) for line in section.get("missing", [])] if isinstance(section, dict) else []
 
 
-def _ms(value) -> str:
+def _ms(value: JSON) -> str:
     return f"{float(value):,.0f} ms" if value is not None else ""
 
 
-def config_audit(data: dict) -> list[dict]:
+def config_audit(data: JSONObject) -> list[JSONObject]:
     """Rows of the configuration audit, risky ones first (the analytics order them so)."""
     audit = data.get("config_audit")
     return list(audit.get("settings", [])) if isinstance(audit, dict) else []
 
 
-def config_missing(data: dict) -> list[str]:
+def config_missing(data: JSONObject) -> list[str]:
     audit = data.get("config_audit")
     return [str(line) for line in audit.get("missing", [])] if isinstance(audit, dict) else []
 
 
-def checkpoint_summaries(data: dict) -> list[tuple[str, list[str]]]:
+def checkpoint_summaries(data: JSONObject) -> list[tuple[str, list[str]]]:
     """Per job, the sentences about its checkpoints (percentiles against timeout and interval, trend, failure
     pattern), written from the analytics' numbers."""
     section = data.get("checkpoints")

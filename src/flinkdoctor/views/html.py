@@ -12,11 +12,15 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..report.model import Evidence, Report
 from ..safety.inert import inert
 from .charts import checkpoint_charts, checkpoint_missing, config_audit, config_missing
 from .timeline import Timeline, build_timeline
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 COPY_SCRIPT = """
 document.querySelectorAll("button.copy").forEach(function (button) {
@@ -52,7 +56,7 @@ class _Cards:
 
 
 @lru_cache(maxsize=1)
-def _environment():
+def _environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 POLL_S = 0.25
 
@@ -31,7 +36,7 @@ def _spark_state() -> str | None:
 
 
 @contextmanager
-def progress(console, enabled: bool):
+def progress(console: Console, enabled: bool) -> Iterator[None]:
     """Show the stage and the time spent while the body runs, when `enabled` (stderr is a terminal)."""
     if not enabled:
         yield

@@ -6,12 +6,12 @@ They read the report's data (`Report.to_dict()`), as every view does."""
 
 from __future__ import annotations
 
-from typing import Any
+from ..jsondata import JSONObject
 
 FAILED = ("declined", "expired", "failed")
 
 
-def checkpoint_sentences(job: dict[str, Any]) -> list[str]:
+def checkpoint_sentences(job: JSONObject) -> list[str]:
     timeout, interval = job.get("timeout"), job.get("interval")
     series = job.get("series") or []
     ended = [p for p in series if _is_end(p)]
@@ -48,7 +48,7 @@ def checkpoint_sentences(job: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _is_end(point: dict[str, Any]) -> bool:
+def _is_end(point: JSONObject) -> bool:
     """A checkpoint that ended (completed, declined, expired, failed) with a duration: not a timed step."""
     return (
         point.get("stage") == "checkpoint"
@@ -61,7 +61,9 @@ def _is_end(point: dict[str, Any]) -> bool:
     )
 
 
-def _durations(pct: dict[str, float], timeout, interval, longest) -> list[str]:
+def _durations(
+    pct: dict[str, float], timeout: JSONObject | None, interval: JSONObject | None, longest: JSONObject | None
+) -> list[str]:
     lines = []
     if pct:
         text = f"Completed durations: p50 {_ms(pct['p50'])}, p95 {_ms(pct['p95'])}, max {_ms(pct['max'])}"
@@ -80,7 +82,7 @@ def _durations(pct: dict[str, float], timeout, interval, longest) -> list[str]:
     return lines
 
 
-def _failures(failures: dict[str, Any]) -> str:
+def _failures(failures: JSONObject) -> str:
     if failures.get("periodic") and failures.get("period_s"):
         return f"Failures: {failures['failures']}, periodic, every ~{_span(failures['period_s'])}."
     gaps = failures.get("gaps_s") or []

@@ -6,10 +6,17 @@ into `rich.text.Text`, never into a markup string: a file named `[link=...]x[/li
 
 from __future__ import annotations
 
-from ..report.model import Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..report.model import Evidence, Report, RootCauseReport, UnexplainedErrorReport, UnexplainedSymptomReport
 from ..safety.inert import inert
 from .charts import checkpoint_summaries, config_audit
 from .text import message_of, shorten
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 EVIDENCE_SHOWN = 3
 EVIDENCE_CHARS = 400  # an evidence line, cut at a word boundary past this
@@ -17,7 +24,7 @@ CHAIN_CHARS = 150  # a chain step's message, about two lines at 80 columns
 VERDICT_STYLE = {"no-failure": "green", "derived-cause": "yellow"}
 
 
-def render_terminal(report: Report, console) -> None:
+def render_terminal(report: Report, console: Console) -> None:
     """The report for a reader at a terminal of any width (80 columns included): text wraps with hanging indents,
     rule ids, file names and commands are never cut, and chain lines show the message rather than the log header."""
     from rich.panel import Panel
@@ -92,13 +99,13 @@ def render_terminal(report: Report, console) -> None:
         console.print(Text(f"Work dir kept: {inert(report.work_dir)}", style="dim"))
 
 
-def _heading(console, title: str, style: str) -> None:
+def _heading(console: Console, title: str, style: str) -> None:
     from rich.rule import Rule
 
     console.print(Rule(title, style=style, align="left"))
 
 
-def _indented(console, text, indent: int, hang: int = 0) -> None:
+def _indented(console: Console, text: Text, indent: int, hang: int = 0) -> None:
     """`text` wrapped at the console's width, `indent` columns in, continuation lines `hang` further in; no
     trailing blanks (the output is often piped into a file or a ticket)."""
     from rich.text import Text
@@ -109,7 +116,7 @@ def _indented(console, text, indent: int, hang: int = 0) -> None:
         console.print(Text(" " * (indent + (hang if number else 0))) + line, soft_wrap=True)
 
 
-def _location(console, time: str | None, file: str, line: int, indent: int) -> None:
+def _location(console: Console, time: str | None, file: str, line: int, indent: int) -> None:
     """Where a line is: its time, then file:line whole (a long path gets a line of its own, wrapped by the terminal
     and not by us, so that it copies as one)."""
     from rich.text import Text
@@ -122,7 +129,7 @@ def _location(console, time: str | None, file: str, line: int, indent: int) -> N
         console.print(Text(" " * indent + where, style="cyan"), soft_wrap=True)
 
 
-def _evidence(console, evidence) -> None:
+def _evidence(console: Console, evidence: Sequence[Evidence]) -> None:
     from rich.text import Text
 
     for ev in evidence[:EVIDENCE_SHOWN]:
@@ -152,7 +159,7 @@ def _verdict(report: Report) -> str:
     )
 
 
-def _unexplained(console, item: UnexplainedSymptomReport) -> None:
+def _unexplained(console: Console, item: UnexplainedSymptomReport) -> None:
     from rich.text import Text
 
     console.print(Text(inert(item.title), style="bold"))
@@ -172,7 +179,7 @@ def _unexplained(console, item: UnexplainedSymptomReport) -> None:
     _evidence(console, item.evidence)
 
 
-def _root_cause(console, root: RootCauseReport) -> None:
+def _root_cause(console: Console, root: RootCauseReport) -> None:
     from rich.text import Text
 
     console.print(Text(inert(root.title), style="bold"))
@@ -211,7 +218,7 @@ def _root_cause(console, root: RootCauseReport) -> None:
         _indented(console, Text("References: " + inert(", ".join(root.references)), style="dim"), 0, 2)
 
 
-def _unexplained_errors(console, items: list[UnexplainedErrorReport]) -> None:
+def _unexplained_errors(console: Console, items: list[UnexplainedErrorReport]) -> None:
     from rich.text import Text
 
     for rank, item in enumerate(items, 1):
@@ -229,7 +236,7 @@ def _unexplained_errors(console, items: list[UnexplainedErrorReport]) -> None:
     console.print(Text("Draft a rule from one: flinkdoctor rules suggest BUNDLE --template N", style="dim"))
 
 
-def _analytics(console, report: Report) -> None:
+def _analytics(console: Console, report: Report) -> None:
     """Checkpoints per job (the analytics' sentences) and the risky settings of the configuration audit; the
     settings that raise nothing are left to the JSON and HTML views."""
     from rich.text import Text

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import TypeAlias
 
 from ...errors import RuleError
+from ...jsondata import JSON, JSONObject
 from ...runtime.userstate import cached, store
 from ..validation import schema
 from ..vocabulary import CATEGORIES
@@ -59,7 +62,7 @@ def catalogue_dir() -> Path:
 
 
 @lru_cache(maxsize=1)
-def _validator():
+def _validator() -> Callable[[JSON], JSON]:
     """The component-file schema with the category vocabulary filled in, compiled to Python once."""
     import fastjsonschema
 
@@ -68,7 +71,7 @@ def _validator():
     return fastjsonschema.compile(full)
 
 
-def _check(path: Path, data) -> list[str]:
+def _check(path: Path, data: JSON) -> list[str]:
     """The problems of one component file: a schema violation, then ids and components that do not add up."""
     import fastjsonschema
 
@@ -93,22 +96,23 @@ def _check(path: Path, data) -> list[str]:
 
 FIELDS = tuple(Entry.__dataclass_fields__)
 FORMAT = 1  # of the cached rows: bump when Entry's fields change
+Row: TypeAlias = tuple[object, ...]  # an Entry's field values in FIELDS order, as the cache keeps them
 
 
-def _row(raw: dict) -> tuple:
+def _row(raw: JSONObject) -> Row:
     return tuple(tuple(raw[name]) if name in ("literals", "keys") else raw[name] for name in FIELDS)
 
 
-def _entry(row: tuple) -> Entry:
+def _entry(row: Row) -> Entry:
     """An Entry from a checked row, without the frozen dataclass's per-field __init__ (28 000 of them)."""
     entry = Entry.__new__(Entry)
     entry.__dict__.update(zip(FIELDS, row, strict=True))
     return entry
 
 
-def _rows(files: list[tuple[Path, bytes]]) -> list[tuple]:
+def _rows(files: list[tuple[Path, bytes]]) -> list[Row]:
     """Every entry of the component files as a row, checked; every problem of every file in one RuleError."""
-    rows: list[tuple] = []
+    rows: list[Row] = []
     problems: list[str] = []
     for path, blob in files:
         try:
