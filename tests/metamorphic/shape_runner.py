@@ -21,7 +21,7 @@ from pathlib import Path
 from shape_cases import Case
 from shape_transforms import Files, Transform
 
-SYSLOG = re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ ", re.M)
+SYSLOG = re.compile(r"\b[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ \S+: ")  # anywhere: a shape may wrap it
 YEAR = re.compile(r"\b((?:19|20)\d\d)-\d\d-\d\d[ T]\d\d:\d\d")
 
 
@@ -31,6 +31,7 @@ class Outcome:
     category: str | None
     rule: str | None
     first_seen: str | None
+    cited: frozenset[tuple[str, int, str]] = frozenset()  # (file, line, rule) of every finding's evidence
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ def diagnose_all(
         result = run_fleet([root], lake_dir, rules, spark=spark, work_dir=work / f"work-{n}", year=year)
         if progress is not None:
             progress(f"{len(keys)} bundles: {result.timings}")
+        cited: dict[str, set] = defaultdict(set)
+        for row in lake.read(lake_dir, "findings", ["bundle_id", "path", "line", "rule"]):
+            cited[row["bundle_id"]].add((row["path"], row["line"], row["rule"]))
         tops = {
             row["bundle_id"]: row
             for row in lake.read(lake_dir, "diagnoses", ["bundle_id", "rank", "rule", "category", "first_seen"])
@@ -115,7 +119,13 @@ def diagnose_all(
             if row["status"] != "ok":
                 raise AssertionError(f"bundle {row['name']} not diagnosed: {row['status']} {row['reason']}")
             top = tops.get(row["bundle_id"], {})
-            outcomes[row["name"]] = Outcome(row["verdict"], top.get("category"), top.get("rule"), top.get("first_seen"))
+            outcomes[row["name"]] = Outcome(
+                row["verdict"],
+                top.get("category"),
+                top.get("rule"),
+                top.get("first_seen"),
+                frozenset(cited[row["bundle_id"]]),
+            )
     missing = set(bundles) - set(outcomes)
     assert not missing, f"{len(missing)} bundles without a diagnosis"
     return outcomes

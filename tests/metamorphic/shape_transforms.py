@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 import yaml
-from shape_events import STAMP, Event, exceptions, read_events
+from shape_events import Event, exceptions, read_events
 
 Files = dict[str, str]
 Pair = tuple[Files, Files]
@@ -199,20 +199,18 @@ def localized_zh_cn(files: Files) -> Pair | None:
 
 
 def timeline(files: Files) -> Pair | None:
-    """A human-written timeline: one Markdown bullet per event, its date and time, then the message as quoted by
-    the person (the level and the logger left out), the stack trace indented under the bullet as a code block
-    (the CommonMark list-item rule); how incident write-ups list what happened when."""
+    """A human-written timeline: one Markdown bullet per event, the log's time as printed, then the message as
+    quoted by the person (the level and the logger left out), the stack trace indented under the bullet as a code
+    block (the CommonMark list-item rule); how incident write-ups list what happened when."""
 
     def reshape(_: str, events: list[Event]) -> list[str] | None:
-        if not any(event.fields for event in events):
+        if not any(event.fields.get("ts") for event in events):
             return None
         out = []
         for event in events:
-            when = STAMP.search(event.fields.get("ts", ""))
             message, trace = event.message, event.trace
-            first = (
-                f"{when['date']} {when['time']} {message[0].strip()}" if when else message[0].strip() if message else ""
-            )
+            text = message[0].strip() if message else ""
+            first = f"{event.fields['ts']} {text}" if event.fields.get("ts") else text
             out.append(f"- {first}" if first else "-")
             out += ["  " + line for line in message[1:]]
             out += ["      " + line.lstrip("\t ") if line[:1] in "\t " else "    " + line for line in trace]
@@ -292,17 +290,23 @@ def _record_parts(event: Event) -> tuple[str, list[str]]:
     return message, event.trace if event.lines[1:] or not event.trace else []
 
 
+def _structured(event: Event) -> bool:
+    """An event a structured layout writes as a record: it has a level and a date and time (a log4j line, not a
+    syslog line without a year or a web UI copy)."""
+    return bool(event.fields.get("level")) and event.time is not None
+
+
 def json_lines_ecs(files: Files) -> Pair | None:
     """JSON lines: log4j's JsonTemplateLayout with its ECS template, as Flink writes it with
     `classpath:EcsLayout.json` (field names and order from tests/data/shapes/json/jobmanager-ecs.json: the trace
     in `error.stack_trace`, its newlines and tabs escaped)."""
 
     def reshape(_: str, events: list[Event]) -> list[str] | None:
-        if not any(event.fields for event in events):
+        if not any(_structured(event) for event in events):
             return None
         out = []
         for event in events:
-            if not event.fields:
+            if not _structured(event):
                 out += event.lines  # lines before the first header: printed before log4j started, as they are
                 continue
             message, trace = _record_parts(event)
@@ -331,11 +335,11 @@ def json_pretty(files: Files) -> Pair | None:
     as a record is pasted from a log search UI or a terminal."""
 
     def reshape(_: str, events: list[Event]) -> list[str] | None:
-        if not any(event.fields for event in events):
+        if not any(_structured(event) for event in events):
             return None
         out = []
         for event in events:
-            if not event.fields:
+            if not _structured(event):
                 out += event.lines
                 continue
             message, trace = _record_parts(event)
@@ -393,8 +397,9 @@ def ci_markers(files: Files) -> Pair | None:
 
 
 def time_only(files: Files) -> Pair | None:
-    """Time-only stamps: the header's date left out, 'HH:mm:ss,SSS', as Flink's test logging
-    (log4j2-test.properties, `%d{HH:mm:ss,SSS}`) and logback's documented default pattern print it."""
+    """Time-only stamps: Flink's pattern with the date left out, '%d{HH:mm:ss,SSS} %-5p %-60c %x - %m%n', as
+    test and CI logging prints it (Paimon's tools/ci log4j2.properties, Flink CDC's log4j2-test.properties, in
+    /work/.mirror at the time of writing); the header's date is all that differs."""
 
     def reshape(_: str, events: list[Event]) -> list[str] | None:
         out, changed = [], False
@@ -541,8 +546,9 @@ def operator_status(files: Files) -> Pair | None:
             },
         }
         file = _split("flinkdeployment.yaml", n, ".yaml")
+        text_file = _split("flinkdeployment.txt", n)
         lines = [f"{cls}: {msg}" if msg is not None else cls for cls, msg in chain]
-        reference[file] = _join([lines[0], *("Caused by: " + line for line in lines[1:])])
+        reference[text_file] = _join([lines[0], *("Caused by: " + line for line in lines[1:])])
         shaped[file] = yaml.safe_dump(resource, sort_keys=False, width=80, allow_unicode=True)
     return (reference, shaped) if shaped else None
 
@@ -550,31 +556,40 @@ def operator_status(files: Files) -> Pair | None:
 def kubectl_events(files: Files) -> Pair | None:
     """`kubectl describe flinkdeployment` event rows: the Flink Kubernetes operator records each job exception as
     a Warning event, reason JobException, component Job, its message the first five lines of the stack trace and
-    '... (N more lines)' (JobStatusObserver, `events.exceptions.stacktrace-lines` default 5); kubectl prints
-    'Events:', the Type/Reason/Age/From/Message header and a row per event, the message's further lines as they
-    are. The reference is the trace's first five lines."""
+    '... (N more lines)' (JobStatusObserver, `events.exceptions.stacktrace-lines` default 5). kubectl prints
+    'Events:', then '  Type\tReason\tAge\tFrom\tMessage', '  ----\t------\t...' and a row per event through a
+    tabwriter (padding 2; kubernetes/kubectl pkg/describe/describe.go DescribeEvents, tabbedString): a message's
+    further lines are printed as they are, and a line without cells ends the tabwriter's column block, so the rows
+    after a multi-line message are aligned anew. The reference is the trace's first five lines."""
     rows, reference = [], {}
     for n, (name, event) in enumerate(_traces(files), 1):
         trace = event.trace
-        message = trace[:5] + ([f"... ({len(trace) - 5} more lines)"] if len(trace) > 5 else [])
-        rows.append(("Warning", "JobException", f"{n + 1}m", "Job", message))
+        message = [trace[0].strip(), *trace[1:5]] + ([f"... ({len(trace) - 5} more lines)"] if len(trace) > 5 else [])
+        rows.append((("Warning", "JobException", f"{n + 1}m", "Job"), message))
         reference[_split(name, n)] = _join(trace[:5])
     if not rows:
         return None
-    width = [max(len(row[i]) for row in rows + [("Type", "Reason", "Age", "From", [])]) for i in range(4)]
-
-    def cells(values: tuple[str, ...]) -> str:
-        return "  " + "".join(f"{value:<{w}}  " for value, w in zip(values, width, strict=True))
-
-    out = [
-        "Events:",
-        cells(("Type", "Reason", "Age", "From")) + "Message",
-        cells(("----", "------", "----", "----")) + "-------",
-    ]
-    for kind, reason, age, source, message in rows:
-        out.append(cells((kind, reason, age, source)) + message[0].strip())
-        out += message[1:]
+    out = ["Events:"]
+    block: list = [(("Type", "Reason", "Age", "From"), ["Message"]), (("----", "------", "----", "----"), ["-------"])]
+    for row in rows:
+        block.append(row)
+        if len(row[1]) > 1:  # a multi-line message ends the column block
+            out += _aligned(block)
+            block = []
+    out += _aligned(block)
     return reference, {"kubectl-describe.txt": _join(out)}
+
+
+def _aligned(block: list) -> list[str]:
+    """Rows of one tabwriter block: each cell padded to its column's widest cell plus two blanks."""
+    if not block:
+        return []
+    width = [max(len(cells[i]) for cells, _ in block) + 2 for i in range(4)]
+    out = []
+    for cells, message in block:
+        out.append("  " + "".join(f"{cell:<{w}}" for cell, w in zip(cells, width, strict=True)) + message[0])
+        out += message[1:]
+    return out
 
 
 TRANSFORMS: tuple[Transform, ...] = (

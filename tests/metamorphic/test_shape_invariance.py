@@ -63,6 +63,7 @@ def test_the_same_answer_whatever_the_shape(invariance, record_property):
     cases, result = invariance
     table = render(result, len(cases))
     record_property("shape_invariance", table)
+    print(f"\n{table}\n" + "\n".join(describe_failures(result)))  # shown with -s
     below = [
         (name, held, applied) for name, applied, held in result["rows"] if applied and held / applied < FLOORS[name]
     ]
