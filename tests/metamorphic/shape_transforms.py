@@ -157,14 +157,16 @@ def tui_box(files: Files) -> Pair:
 def redacted(files: Files) -> Pair | None:
     """Redacted numbers, ids and hosts, as users blank them before posting: IP addresses as 'x.x.x.x' (and the
     port after them), hex ids (job, vertex, checkpoint handle) and YARN/Kubernetes ids as 'xxxxxx', host names as
-    'xxx' (seed 001's 'xxxxxx_topic-0', seed 002's 'hdfs://HDFSaaaa/' are redactions of the same kind)."""
+    'xxx' where an address names them (a URL's authority, host:port; seed 001's 'xxxxxx_topic-0', seed 002's
+    'hdfs://HDFSaaaa/' are redactions of the same kind)."""
     rules = [
         (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{2,5})?\b"), "x.x.x.x"),
         (re.compile(r"\b(?:container|application|appattempt)(?:_e\d+)?(?:_\d+)+\b"), "xxxxxx"),
         (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b"), "xxxxxx"),
         (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "xxxxxx"),
-        (re.compile(r"\b(?:[a-z][a-z0-9-]*\.)+(?:com|net|org|local|internal|cluster)\b(?::\d{2,5})?"), "xxx"),
+        (re.compile(r"(?<=//)[a-z][\w.-]*(?=[:/])"), "xxx"),  # a URL's host: hdfs://namenode:8020/
         (re.compile(r"(?<=@)[a-z][\w.-]*(?=:\d)"), "xxx"),  # akka/pekko addresses: flink@host:port
+        (re.compile(r"\b[a-z][\w-]*(?:\.[\w-]+)+(?=:\d{2,5}\b)"), "xxx"),  # host:port
     ]
 
     def redact(line: str) -> str:
@@ -200,8 +202,9 @@ def localized_zh_cn(files: Files) -> Pair | None:
 
 def timeline(files: Files) -> Pair | None:
     """A human-written timeline: one Markdown bullet per event, the log's time as printed, then the message as
-    quoted by the person (the level and the logger left out), the stack trace indented under the bullet as a code
-    block (the CommonMark list-item rule); how incident write-ups list what happened when."""
+    quoted by the person (the level and the logger left out), the message's further lines and the stack trace
+    indented by two under the bullet, as an item's further lines are (the CommonMark list-item rule); how
+    incident write-ups list what happened when."""
 
     def reshape(_: str, events: list[Event]) -> list[str] | None:
         if not any(event.fields.get("ts") for event in events):
@@ -212,8 +215,7 @@ def timeline(files: Files) -> Pair | None:
             text = message[0].strip() if message else ""
             first = f"{event.fields['ts']} {text}" if event.fields.get("ts") else text
             out.append(f"- {first}" if first else "-")
-            out += ["  " + line for line in message[1:]]
-            out += ["      " + line.lstrip("\t ") if line[:1] in "\t " else "    " + line for line in trace]
+            out += ["  " + line for line in message[1:] + trace]
         return out
 
     return _per_event(files, reshape)
@@ -454,14 +456,16 @@ def _split(name: str, n: int, suffix: str | None = None) -> str:
 
 def trace_tail(files: Files) -> Pair | None:
     """A trace cut to its tail: from its first 'Caused by:' to its end, each pasted as a block of its own, as
-    incidents d04, d15, d18 and d23 were posted. The reference is the same events whole."""
+    incidents d04, d15, d18 and d23 were posted. The reference is the same traces whole, pasted alike (without
+    the log line they followed)."""
     reference, shaped = {}, {}
     for n, (name, event) in enumerate(_traces(files), 1):
-        at = next((i for i, line in enumerate(event.lines) if line.lstrip().startswith("Caused by:")), None)
+        trace = event.trace
+        at = next((i for i, line in enumerate(trace) if line.lstrip().startswith("Caused by:")), None)
         if at is None:
             continue
-        reference[_split(name, n)] = _join(event.lines)
-        shaped[_split(name, n)] = _join(event.lines[at:])
+        reference[_split(name, n)] = _join(trace)
+        shaped[_split(name, n)] = _join(trace[at:])
     return (reference, shaped) if shaped else None
 
 

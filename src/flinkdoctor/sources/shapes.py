@@ -1,13 +1,16 @@
 """Shapes: logs wrapped, structured or decorated in ways no layout reads, read into plain text at staging.
 
 Users ship logs as container runtimes wrote them (Docker json-file, CRI), as JSON lines or logfmt, behind a
-collector's prefix, or pasted with quote markers, bullets, table borders and indentation. Rather than teach
-every layout every shape, staging reads such a file once into a copy a layout reads: a wrapper is taken off
-(CRI partial lines joined), a structured record becomes one 'shape-record' header line followed by its
-message's further lines and its stack trace (escaped `\\n\\t` unescaped), and prefixes are stripped. The shape
-is decided from the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps,
-per copied line, the line of the original file it came from, so evidence cites the original. Files in no
-unusual shape cost the head check and nothing more. The shapes themselves are data (layouts/shapes.yaml).
+collector's prefix, or pasted with quote markers, bullets, table or box borders and indentation, hard-wrapped by
+a mail archive or run together by a CI console, or as a Kubernetes resource in YAML. Rather than teach every
+layout every shape, staging reads such a file once into a copy a layout reads: a wrapper is taken off (CRI
+partial lines joined), lines run together are cut apart, prefixes are stripped, hard-wrapped lines are joined,
+a structured record becomes one 'shape-record' header line followed by its message's further lines and its stack
+trace (escaped `\\n\\t` unescaped), a resource becomes a line per field (kubernetes.py). The shape is decided from
+the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps, per copied line, the
+line of the original file it came from, so evidence cites the original. Files in no unusual shape cost the head
+check and nothing more. The shapes themselves are data (layouts/shapes.yaml). Which shapes real pastes take, and
+how well they are read, is measured by the shape-invariance suite (tests/metamorphic).
 """
 
 from __future__ import annotations
@@ -245,7 +248,7 @@ def _line_plan(lines: list[str], shapes: Shapes) -> tuple[tuple[str, ...], int |
 
     strips = _strips(lines, shapes)
     after = stripped(lines, strips)
-    width = _wrap_width(after)
+    width = _wrap_width(after, framed="table" in strips)
     best = (strips, width, False, after if width is None else [t for _, t in _unwrapped(width, enumerate(after, 1))])
     first = _wrap_width(lines)
     if first is not None:
@@ -323,10 +326,9 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
     score: int | None = None  # scored only when some strip fits a line: most files pay nothing more
     for _ in range(MAX_ROUNDS):
         best: tuple[int, bool, str, list[str]] | None = None
-        candidates: list[tuple[str, Strip | None]] = [(s.id, s) for s in shapes.strips]
         indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
-        if indent:
-            candidates.append((f"indent:{indent}", None))
+        candidates: list[tuple[str, Strip | None]] = [(f"indent:{indent}", None)] if indent else []
+        candidates += [(s.id, s) for s in shapes.strips]  # on a tie the first wins: plain indentation first
         framed = [line for line in lines if not RULE_LINE.match(line)] or lines
         for strip_id, strip in candidates:
             fits = len(framed) if strip is None else sum(1 for line in framed if strip.prefix.match(line))
@@ -364,7 +366,7 @@ def _split(split: Split, numbered: Iterable[tuple[int, str]], shapes: Shapes) ->
             yield number, part
 
 
-def _wrap_width(lines: list[str]) -> int | None:
+def _wrap_width(lines: list[str], framed: bool = False) -> int | None:
     """The width the sample's lines were hard-wrapped at (a mail archive, a terminal UI), when joining them back
     makes it more readable, or when nearly every join is of a line filled up to a terminal's or mail's width; else
     None. In greedy-wrapped text no line with a blank inside is longer than the width, and a line whose next
@@ -382,7 +384,7 @@ def _wrap_width(lines: list[str]) -> int | None:
     starts = {number for number, _ in joined}
     broken = [lines[i - 1] for i in range(1, len(lines)) if i + 1 not in starts]  # a line the next was joined to
     filled = sum(1 for line in broken if len(line) >= width - WRAP_SLACK or DATED.match(line))
-    many = len(broken) >= 2 or filled == len(broken) == 1 and sum(not RULE_LINE.match(x) for x in lines) <= 3
+    many = len(broken) >= 2 or framed and filled == len(broken)  # one fold: in a box, whose width is a hard edge
     return (
         width if after == before and width <= MAX_WRAP_WIDTH and filled >= WRAP_SHARE * len(broken) and many else None
     )
