@@ -90,7 +90,7 @@ def test_a_terminal_uis_box_is_taken_off_and_its_folds_joined(tmp_path):
 
 def test_a_timeline_and_time_only_stamps_are_read_by_a_layout(tmp_path):
     shape, lines, _ = _read(_shaped(timeline), tmp_path)
-    assert shape.strips == ("bullet",) and detect_layout(lines) == "dated-text"
+    assert shape.strips == ("bullet", "item-indent") and detect_layout(lines) == "dated-text"
     assert detect_layout(_shaped(time_only).splitlines()) == "log4j-time-only"
 
 
@@ -152,6 +152,28 @@ def test_untimed_text_is_cut_into_events_by_what_its_lines_are(tmp_path):
     # every line indented: the indentation comes off, so its lines are cut as they would be unindented
     shape, lines, _ = _read(_shaped(indent, D23.removeprefix(">")), tmp_path)
     assert shape.strips == ("indent:2",) and lines == D23.removeprefix(">").splitlines()
+
+
+# how the real excerpts are read: the shapes their posts have, and nothing else (no table or config is unwrapped)
+POSTED = {
+    "incidents/d02/bundle/flink-client.log": "stripped item-indent",  # its Caused-by part indented by two
+    "incidents/d02/bundle/jobmanager.log": "stripped indent:2",
+    "incidents/d12/bundle/kubectl-describe.txt": "kubectl events",
+    "incidents/d13/bundle/flink-operator.log": "logfmt records",
+    "incidents/d14/bundle/flink-operator.log": "json records",
+    "incidents/d19/bundle/ci-build.log": "stripped rfc3339-time",
+    "incidents/d23/bundle/taskmanager.log": "stripped quote",
+}
+
+
+def test_real_excerpts_are_read_in_their_own_shape():
+    paths = sorted(DATA.glob("incidents/d*/bundle/*")) + sorted(DATA.glob("seeds/*/*"))
+    read = {}
+    for path in paths:
+        shape = plan(path.read_bytes()[: 256 * 1024])
+        if shape is not None:
+            read[path.relative_to(DATA).as_posix()] = shape.describe()
+    assert read == POSTED
 
 
 LAB_LOGS = sorted((DATA / "lab").glob("*/*.tar.gz"))

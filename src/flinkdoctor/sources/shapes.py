@@ -40,9 +40,10 @@ MAX_ROUNDS = 4  # strips applied one after another at most (a quote marker, then
 DECORATION_SHARE = 0.8  # a strip that fits this share of lines is taken even when no layout reads more
 # a hard wrap that reads no more headers is still joined when lines fill up to a terminal's or mail's width
 MAX_WRAP_WIDTH, WRAP_SLACK, WRAP_SHARE = 240, 20, 0.5
+MAIL_WIDTH = (70, 80)  # the widths mail clients and list archives wrap plain text at
 RECORD_LAYOUT, UNTIMED_RECORD_LAYOUT = "shape-record", "shape-record-untimed"
 TRACE_LINE = re.compile(r"^(?:\s+at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
-EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error|Throwable)\b")
+EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)*\.[\w$]*(?:Exception|Error|Throwable)\b")  # java.lang.Error too
 INDENT = re.compile(r"^[ \t]*")
 # kubectl describe's event table: its header row, and a row (the event's type first)
 EVENT_TABLE = re.compile(r"^[ \t]+Type[ \t]+Reason[ \t]+Age[ \t]+From[ \t]+Message[ \t]*$")
@@ -54,6 +55,7 @@ DATED = re.compile(
     r"^(?:\[[A-Z]+\s*\]\s+)?(?:\d{4}-\d\d-\d\d[ T]\d\d:|\d\d/\d\d/\d\d \d\d:|[A-Z][a-z]{2} [ \d]\d \d\d:)"
     r"|^\[(?:\d{4}-\d\d-\d\dT\d\d:|\s*\d+\.\d+s?\])"
 )
+COLUMNS = re.compile(r"\S(?: {2,}|\t)\S")  # blanks that align columns inside a line
 CAUSE_ALONE = re.compile(r"^\s*(?:Caused by|Suppressed):\s*$")  # its exception was wrapped onto the next line
 PIECE = "\x00"  # staging.PIECE, as text: a row that continues an over-long line
 
@@ -383,11 +385,13 @@ def _wrap_width(lines: list[str], framed: bool = False) -> int | None:
         return width
     starts = {number for number, _ in joined}
     broken = [lines[i - 1] for i in range(1, len(lines)) if i + 1 not in starts]  # a line the next was joined to
+    if any(COLUMNS.search(lines[i].strip()) for i in range(1, len(lines)) if i + 1 not in starts):
+        return None  # the joined lines are a table's rows (aligned columns), not a text's wrapped remainder
     filled = sum(1 for line in broken if len(line) >= width - WRAP_SLACK or DATED.match(line))
-    many = len(broken) >= 2 or framed and filled == len(broken)  # one fold: in a box, whose width is a hard edge
-    return (
-        width if after == before and width <= MAX_WRAP_WIDTH and filled >= WRAP_SHARE * len(broken) and many else None
-    )
+    # a fold in a box (whose width is a hard edge), or several at a mail archive's width
+    edge = framed and filled == len(broken) or len(broken) >= 2 and MAIL_WIDTH[0] <= width <= MAIL_WIDTH[1]
+    accepted = after == before and width <= MAX_WRAP_WIDTH and filled >= WRAP_SHARE * len(broken) and edge
+    return width if accepted else None
 
 
 def _starts_line(line: str) -> bool:
