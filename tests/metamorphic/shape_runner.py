@@ -21,7 +21,7 @@ from pathlib import Path
 from shape_cases import Case
 from shape_transforms import Files, Transform
 
-SYSLOG = re.compile(r"\b[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ \S+: ")  # anywhere: a shape may wrap it
+SYSLOG = re.compile(r"\b[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\b")  # anywhere: a shape may wrap or prefix it
 YEAR = re.compile(r"\b((?:19|20)\d\d)-\d\d-\d\d[ T]\d\d:\d\d")
 
 

@@ -42,7 +42,7 @@ DECORATION_SHARE = 0.8  # a strip that fits this share of lines is taken even wh
 MAX_WRAP_WIDTH, WRAP_SLACK, WRAP_SHARE = 240, 20, 0.5
 MAIL_WIDTH = (70, 80)  # the widths mail clients and list archives wrap plain text at
 RECORD_LAYOUT, UNTIMED_RECORD_LAYOUT = "shape-record", "shape-record-untimed"
-TRACE_LINE = re.compile(r"^(?:\s+at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
+TRACE_LINE = re.compile(r"^(?:\s*at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
 EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)*\.[\w$]*(?:Exception|Error|Throwable)\b")  # java.lang.Error too
 INDENT = re.compile(r"^[ \t]*")
 # kubectl describe's event table: its header row, and a row (the event's type first)
@@ -55,7 +55,9 @@ DATED = re.compile(
     r"^(?:\[[A-Z]+\s*\]\s+)?(?:\d{4}-\d\d-\d\d[ T]\d\d:|\d\d/\d\d/\d\d \d\d:|[A-Z][a-z]{2} [ \d]\d \d\d:)"
     r"|^\[(?:\d{4}-\d\d-\d\dT\d\d:|\s*\d+\.\d+s?\])"
 )
+BORDER = re.compile(r"^[ \t]*[─━═┌┐└┘├┤┬┴┼╭╮╰╯|+-]*[─━═┌┐└┘├┤┬┴┼╭╮╰╯-][─━═┌┐└┘├┤┬┴┼╭╮╰╯|+-]*[ \t]*$")
 COLUMNS = re.compile(r"\S(?: {2,}|\t)\S")  # blanks that align columns inside a line
+CAUSED = re.compile(r"^\s*Caused by: ")
 CAUSE_ALONE = re.compile(r"^\s*(?:Caused by|Suppressed):\s*$")  # its exception was wrapped onto the next line
 PIECE = "\x00"  # staging.PIECE, as text: a row that continues an over-long line
 
@@ -246,7 +248,7 @@ def _line_plan(lines: list[str], shapes: Shapes) -> tuple[tuple[str, ...], int |
     def stripped(sample: list[str], strips: tuple[str, ...]) -> list[str]:
         for strip_id in strips:
             sample = [_apply(strip_id, strip_by_id.get(strip_id), line) for line in sample]
-        return sample
+        return [line for line in sample if not BORDER.match(line)] if "table" in strips else sample
 
     strips = _strips(lines, shapes)
     after = stripped(lines, strips)
@@ -278,6 +280,7 @@ def _share(lines: list[str], test) -> float:
 
 def _records(lines: list[str], shapes: Shapes) -> tuple[str | None, bool]:
     """('json' | 'logfmt' | None, whether records carry a time)."""
+    lines = [line for line in lines if line.strip()] or [""]
     if lines[0].lstrip().startswith("{"):  # records, also when a terminal wrapped them over several lines
         read = list(_json_records(enumerate(lines, 1), shapes))
         records = [record for _, record, _ in read if record is not None]
@@ -323,30 +326,57 @@ def _record_lines(lines: list[str]) -> int:
 
 def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
     """The strips that make the sample more readable, greedily, best first. A strip that leaves it as readable
-    is taken too when it fits nearly every line (decoration: text without a known layout in a quote or a box)."""
+    is taken too when it fits nearly every line (decoration: text without a known layout in a quote or a box);
+    when no strip alone reads more, two in a row are tried (a bullet before a quote marker)."""
     chosen: list[str] = []
     score: int | None = None  # scored only when some strip fits a line: most files pay nothing more
     for _ in range(MAX_ROUNDS):
-        best: tuple[int, bool, str, list[str]] | None = None
-        indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
-        candidates: list[tuple[str, Strip | None]] = [(f"indent:{indent}", None)] if indent else []
-        candidates += [(s.id, s) for s in shapes.strips]  # on a tie the first wins: plain indentation first
-        framed = [line for line in lines if not RULE_LINE.match(line)] or lines
-        for strip_id, strip in candidates:
-            fits = len(framed) if strip is None else sum(1 for line in framed if strip.prefix.match(line))
-            if not fits:
-                continue
-            score = _score(lines) if score is None else score
-            stripped = [_apply(strip_id, strip, line) for line in lines]
-            new = _score(stripped)
-            everywhere = fits >= DECORATION_SHARE * len(framed)
-            if (new > score or (new == score and everywhere)) and (best is None or (new, everywhere) > best[:2]):
-                best = (new, everywhere, strip_id, stripped)
-        if best is None:
+        score = _score(lines) if score is None and _fitting(lines, shapes) else score
+        if score is None:
             break
+        best, stones = _best_strip(lines, shapes, score)
+        if best is None:
+            pairs = [(first, _best_strip(stone, shapes, score)[0]) for first, stone in stones]
+            pairs = [(first, found) for first, found in pairs if found is not None]
+            if not pairs:
+                break
+            first, best = max(pairs, key=lambda pair: pair[1][:2])
+            chosen.append(first)
         score, _, strip_id, lines = best
         chosen.append(strip_id)
     return tuple(chosen)
+
+
+def _candidates(lines: list[str], shapes: Shapes) -> list[tuple[str, Strip | None]]:
+    indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
+    candidates: list[tuple[str, Strip | None]] = [(f"indent:{indent}", None)] if indent else []
+    return candidates + [(s.id, s) for s in shapes.strips]  # on a tie the first wins: plain indentation first
+
+
+def _fitting(lines: list[str], shapes: Shapes) -> bool:
+    return any(
+        strip is None or any(strip.prefix.match(line) for line in lines) for _, strip in _candidates(lines, shapes)
+    )
+
+
+def _best_strip(lines: list[str], shapes: Shapes, score: int):
+    """(the strip that reads most, as (score, fits everywhere, id, lines), or None; the strips that fit some
+    lines without reading more, as (id, lines): stepping stones for a second strip)."""
+    best: tuple[int, bool, str, list[str]] | None = None
+    stones: list[tuple[str, list[str]]] = []
+    framed = [line for line in lines if not RULE_LINE.match(line)] or lines
+    for strip_id, strip in _candidates(lines, shapes):
+        fits = len(framed) if strip is None else sum(1 for line in framed if strip.prefix.match(line))
+        if not fits:
+            continue
+        stripped = [_apply(strip_id, strip, line) for line in lines]
+        new = _score(stripped)
+        everywhere = fits >= DECORATION_SHARE * len(framed)
+        if (new > score or (new == score and everywhere)) and (best is None or (new, everywhere) > best[:2]):
+            best = (new, everywhere, strip_id, stripped)
+        elif new == score:
+            stones.append((strip_id, stripped))
+    return best, stones
 
 
 def _split_of(lines: list[str], shapes: Shapes) -> Split | None:
@@ -385,11 +415,12 @@ def _wrap_width(lines: list[str], framed: bool = False) -> int | None:
         return width
     starts = {number for number, _ in joined}
     broken = [lines[i - 1] for i in range(1, len(lines)) if i + 1 not in starts]  # a line the next was joined to
-    if any(COLUMNS.search(lines[i].strip()) for i in range(1, len(lines)) if i + 1 not in starts):
+    if any(len(COLUMNS.findall(lines[i].strip())) >= 2 for i in range(1, len(lines)) if i + 1 not in starts):
         return None  # the joined lines are a table's rows (aligned columns), not a text's wrapped remainder
     filled = sum(1 for line in broken if len(line) >= width - WRAP_SLACK or DATED.match(line))
     # a fold in a box (whose width is a hard edge), or several at a mail archive's width
-    edge = framed and filled == len(broken) or len(broken) >= 2 and MAIL_WIDTH[0] <= width <= MAIL_WIDTH[1]
+    several = len(broken) >= 2 or all(EXCEPTION_HEAD.match(line) or CAUSED.match(line) for line in broken)
+    edge = framed or several and MAIL_WIDTH[0] <= width <= MAIL_WIDTH[1]  # an exception's message: once is enough
     accepted = after == before and width <= MAX_WRAP_WIDTH and filled >= WRAP_SHARE * len(broken) and edge
     return width if accepted else None
 
@@ -725,11 +756,14 @@ def _resource(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[t
 
 
 def _stripped(strip_ids: tuple[str, ...], numbered: Iterable[tuple[int, str]], shapes: Shapes):
+    """Lines with their strips applied; a box's or a table's border line becomes blank (decoration that would
+    otherwise start the event the box's first line continues)."""
     strips = {s.id: s for s in shapes.strips}
+    framed = "table" in strip_ids
     for number, line in numbered:
         for strip_id in strip_ids:
             line = _apply(strip_id, strips.get(strip_id), line)
-        yield number, line
+        yield number, "" if framed and BORDER.match(line) else line
 
 
 def read_rows(handle) -> Iterator[tuple[int, str]]:
