@@ -15,36 +15,46 @@ from shape_cases import build_cases
 from shape_runner import describe_failures, diagnose_all, figures, render, trials
 from shape_transforms import TRANSFORMS
 
-# The share of cases that holds, per transformation, today: it may only rise (the issue's goal is 99 % of all).
+# The share of cases that holds, per transformation, as measured (tools/shape_invariance.py prints the cases that do
+# not hold and why): it may only rise. The issue's goal is 99 % of all.
 FLOORS = {
-    "quote": 0.96,
-    "indent": 0.97,
-    "line-numbers": 0.14,
+    "quote": 1.0,
+    "indent": 1.0,
+    "line-numbers": 1.0,
     "windows-line-ends": 1.0,
-    "bullets": 0.92,
-    "table": 0.96,
-    "tui-box": 0.78,
-    "redacted": 0.90,
-    "localized-zh-cn": 0.5,
-    "timeline": 0.04,
-    "kubectl-prefix": 0.96,
-    "compose-prefix": 0.96,
-    "docker-json": 0.92,
-    "cri": 0.98,
-    "json-lines-ecs": 0.97,
-    "json-pretty": 0.97,
-    "mail-wrap": 0.12,
-    "ci-markers": 0.80,
-    "time-only": 0.90,
+    "bullets": 1.0,
+    "table": 1.0,
+    "tui-box": 0.989,
+    "redacted": 1.0,
+    "localized-zh-cn": 1.0,
+    "timeline": 0.958,
+    "kubectl-prefix": 1.0,
+    "compose-prefix": 1.0,
+    "docker-json": 1.0,
+    "cri": 1.0,
+    "json-lines-ecs": 1.0,
+    "json-pretty": 1.0,
+    "mail-wrap": 0.989,
+    "ci-markers": 1.0,
+    "time-only": 0.972,
     "trace-head": 1.0,
-    "trace-tail": 0.90,
-    "web-ui-exception": 0.96,
-    "cli-output": 0.95,
+    "trace-tail": 0.962,
+    "web-ui-exception": 0.969,
+    "cli-output": 1.0,
     "sql-client": 1.0,
-    "operator-status": 0.18,
-    "kubectl-events": 0.66,
+    "operator-status": 1.0,
+    "kubectl-events": 1.0,
 }
-MIN_ALL = 0.79
+MIN_ALL = 0.99
+# What does not hold yet, by mechanism (none is a reader that fails to take a shape apart):
+# - web-ui-exception: a rule's `message` condition reads the event's first line, which the web UI's bare time
+#   line takes (the matcher's "any line of an event", the engine's part of issue 23);
+# - trace-tail: the cut takes away the outer exception a rule's signature reads (restart-strategy-exhausted);
+# - time-only: with no date the events are untimed, so correlation cannot order them and a symptom is derived;
+# - timeline: a person leaves out the logger (jobmanager-process-stalled needs it) and the level (an ERROR line
+#   with its exception, d08, is then no failure evidence);
+# - mail-wrap of d14: JSON lines a terminal cut mid-word, then wrapped again by a mail archive at blanks: joined
+#   as the terminal's cut, the blanks the archive took are lost.
 
 
 @pytest.fixture(scope="module")
