@@ -161,7 +161,6 @@ POSTED = {
     "incidents/d12/bundle/kubectl-describe.txt": "kubectl events",
     "incidents/d13/bundle/flink-operator.log": "logfmt records",
     "incidents/d14/bundle/flink-operator.log": "json records",
-    "incidents/d19/bundle/ci-build.log": "stripped rfc3339-time",
     "incidents/d23/bundle/taskmanager.log": "stripped quote",
 }
 

@@ -67,6 +67,7 @@ class Strip:
     id: str
     prefix: re.Pattern
     suffix: re.Pattern | None = None
+    decoration: bool = False  # carries nothing (no time, no source): taken off text in no layout when it fits
 
     def apply(self, line: str) -> str:
         m = self.prefix.match(line)
@@ -121,6 +122,7 @@ def load_shapes() -> Shapes:
             s["id"],
             _compiled(path, f"strip {s['id']}", s["prefix"]),
             _compiled(path, f"strip {s['id']}", s["suffix"]) if s.get("suffix") else None,
+            bool(s.get("decoration")),
         )
         for s in data["strips"]
     )
@@ -337,7 +339,7 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
         best, stones = _best_strip(lines, shapes, score)
         if best is None:
             pairs = [(first, _best_strip(stone, shapes, score)[0]) for first, stone in stones]
-            pairs = [(first, found) for first, found in pairs if found is not None]
+            pairs = [(first, found) for first, found in pairs if found is not None and found[0] > score]
             if not pairs:
                 break
             first, best = max(pairs, key=lambda pair: pair[1][:2])
@@ -371,7 +373,7 @@ def _best_strip(lines: list[str], shapes: Shapes, score: int):
             continue
         stripped = [_apply(strip_id, strip, line) for line in lines]
         new = _score(stripped)
-        everywhere = fits >= DECORATION_SHARE * len(framed)
+        everywhere = (strip is None or strip.decoration) and fits >= DECORATION_SHARE * len(framed)
         if (new > score or (new == score and everywhere)) and (best is None or (new, everywhere) > best[:2]):
             best = (new, everywhere, strip_id, stripped)
         elif new == score:
