@@ -11,9 +11,11 @@ import tarfile
 import pytest
 from shape_transforms import (
     ci_markers,
+    compose_prefix,
     docker_json,
     indent,
     kubectl_events,
+    kubectl_prefix,
     line_numbers,
     localized_zh_cn,
     mail_wrap,
@@ -152,6 +154,21 @@ def test_untimed_text_is_cut_into_events_by_what_its_lines_are(tmp_path):
     # every line indented: the indentation comes off, so its lines are cut as they would be unindented
     shape, lines, _ = _read(_shaped(indent, D23.removeprefix(">")), tmp_path)
     assert shape.strips == ("indent:2",) and lines == D23.removeprefix(">").splitlines()
+
+
+@pytest.mark.parametrize("transform", [kubectl_prefix, compose_prefix])
+def test_a_collector_prefix_comes_off_records_a_terminal_wrapped(transform, tmp_path):
+    """A collector's prefix before every line of JSON records a terminal cut at its width (incident d14): the
+    records it leaves count as read although no line alone is one, so the prefix comes off and the records keep
+    their times."""
+    plain = (DATA / "incidents" / "d14" / "bundle" / "flink-operator.log").read_text("utf-8")
+    reference = _read(plain, tmp_path)[1]
+    shape, lines, _ = _read(_shaped(transform, plain, "flink-operator.log"), tmp_path)
+    assert shape.records == "json" and len(shape.strips) == 1
+    assert lines == reference and [line.split(" ")[:2] for line in lines] == [
+        ["@2020-03-20T13:27:07.000", "ERROR"],
+        ["@2020-03-20T13:27:07.000", "WARN"],
+    ]
 
 
 # how the real excerpts are read: the shapes their posts have, and nothing else (no table or config is unwrapped)

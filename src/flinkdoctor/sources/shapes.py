@@ -312,18 +312,12 @@ def _score(lines: list[str]) -> int:
 
 
 def _record_lines(lines: list[str]) -> int:
-    """Lines that are a structured record (a JSON object or logfmt pairs with a message)."""
-    shapes, count = load_shapes(), 0
-    for line in lines:
-        if line.startswith("{"):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            count += isinstance(record, dict) and _first(record, shapes.fields["message"]) is not None
-        elif "=" in line and (pairs := _logfmt(line)) is not None:
-            count += _first(pairs, shapes.fields["message"]) is not None
-    return count
+    """Lines that are (part of) a structured record: a JSON object with a message, also one a terminal wrapped
+    over several lines, or logfmt pairs with a message."""
+    shapes = load_shapes()
+    others = [line for _, record, line in _json_records(enumerate(lines, 1), shapes) if record is None]
+    logfmt = [pairs for line in others if "=" in line and (pairs := _logfmt(line)) is not None]
+    return len(lines) - len(others) + sum(1 for pairs in logfmt if _first(pairs, shapes.fields["message"]) is not None)
 
 
 def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
