@@ -63,6 +63,10 @@ def main() -> int:
     print(f"\ncases whose plain excerpt answers otherwise than the full input: {len(differ)} of {len(cases)}")
     for case, full, excerpt in differ:
         print(f"  {case}: full {full}, excerpt {excerpt}")
+    checked, missed = shape_runner.no_failure_over_traces(cases, trials, bundles, outcomes)
+    print(f"\nnever no failure over a failure trace: {checked - len(missed)} of {checked} shaped traces")
+    for transform, case, form in missed:
+        print(f"  no failure: {transform} {case} ({form})")
     print("\nfailures:")
     for line in shape_runner.describe_failures(result):
         print("  " + line)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shape_cases import Case
+from shape_events import EXCEPTION, FRAME, read_events
 from shape_transforms import Files, Transform
 
 SYSLOG = re.compile(r"\b[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\b")  # anywhere: a shape may wrap or prefix it
@@ -136,6 +137,34 @@ def holds(trial: Trial, outcomes: dict[str, Outcome]) -> bool:
     if (shaped.verdict, shaped.category) != (reference.verdict, reference.category):
         return False
     return not (trial.keeps_times and reference.first_seen is not None and shaped.first_seen != reference.first_seen)
+
+
+def failure_trace(files: Files) -> bool:
+    """The plain files hold a stack trace: an exception line (class and message, as the JVM prints it) with a
+    frame below it."""
+    for text in files.values():
+        for event in read_events(text):
+            trace = [line for line in event.trace if line.strip()]
+            if trace and EXCEPTION.match(trace[0]) and any(FRAME.match(line) for line in trace[1:]):
+                return True
+    return False
+
+
+def no_failure_over_traces(
+    cases: list[Case], all_trials: list[Trial], bundles: dict[str, Files], outcomes: dict[str, Outcome]
+) -> tuple[int, list[tuple[str, str, str]]]:
+    """(trials of a failure case whose reference holds a stack trace, and (transformation, case, plain|shaped) of
+    each such bundle answered "no failure"): the never-no-failure property over the suite's cases."""
+    failing = {case.id for case in cases if case.answer is not None}
+    checked, missed = 0, []
+    for trial in all_trials:
+        if trial.case not in failing or not failure_trace(bundles[trial.reference]):
+            continue
+        checked += 1
+        for form, key in (("plain", trial.reference), ("shaped", trial.shaped)):
+            if outcomes[key].verdict == "no-failure":
+                missed.append((trial.transform, trial.case, form))
+    return checked, missed
 
 
 def figures(all_trials: list[Trial], outcomes: dict[str, Outcome], transforms: tuple[Transform, ...]) -> dict:

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import pytest
 from shape_cases import build_cases
-from shape_events import EXCEPTION, FRAME, read_events
-from shape_runner import describe_failures, diagnose_all, figures, render, trials
-from shape_transforms import TRANSFORMS, Files
+from shape_runner import describe_failures, diagnose_all, figures, no_failure_over_traces, render, trials
+from shape_transforms import TRANSFORMS
 
 # The share of cases that holds, per transformation, as measured (tools/shape_invariance.py prints the cases that do
 # not hold and why): it may only rise. The issue's goal is 99 % of all.
@@ -72,17 +71,6 @@ def invariance(diagnosed):
     return cases, figures(all_trials, outcomes, TRANSFORMS)
 
 
-def failure_trace(files: Files) -> bool:
-    """The plain files hold a stack trace: an exception line (class and message, as the JVM prints it) with a
-    frame below it."""
-    for text in files.values():
-        for event in read_events(text):
-            trace = [line for line in event.trace if line.strip()]
-            if trace and EXCEPTION.match(trace[0]) and any(FRAME.match(line) for line in trace[1:]):
-                return True
-    return False
-
-
 def test_every_transformation_has_a_floor():
     assert set(FLOORS) == {t.name for t in TRANSFORMS}
 
@@ -111,14 +99,7 @@ def test_never_no_failure_over_a_failure_trace_in_any_shape(diagnosed):
     transformation: exactly what the shape carries) holds a stack trace gets a failure verdict in that shape, even
     where the shape changes the category."""
     cases, all_trials, bundles, outcomes = diagnosed
-    failing = {case.id for case in cases if case.answer is not None}
-    checked, missed = 0, []
-    for trial in all_trials:
-        if trial.case not in failing or not failure_trace(bundles[trial.reference]):
-            continue
-        checked += 1
-        for form, key in (("plain", trial.reference), ("shaped", trial.shaped)):
-            if outcomes[key].verdict == "no-failure":
-                missed.append((trial.transform, trial.case, form))
+    checked, missed = no_failure_over_traces(cases, all_trials, bundles, outcomes)
+    print(f"\nnever no failure over a failure trace: {checked - len(missed)} of {checked} shaped traces")
     assert checked >= 1000, checked  # the lab's, the seeds' and the incidents' traces in every shape that takes one
     assert not missed, f"{len(missed)} of {checked}: " + "\n".join(map(str, missed))
