@@ -286,7 +286,7 @@ def test_shapes_file_is_checked_against_its_schema():
     problems: list[str] = []
     data, node = read_yaml("shapes.yaml", text, problems)
     assert problems == [] and schema_problems(validator, data, node, "shapes.yaml") == []
-    broken = text.replace("  - id: quote\n    about: ", "  - id: quote\n    colour: ", 1) + "\nextra: 1\n"
+    broken = text.replace("  - id: line-number\n    about: ", "  - id: line-number\n    colour: ", 1) + "\nextra: 1\n"
     data, node = read_yaml("shapes.yaml", broken, problems)
     found = schema_problems(validator, data, node, "shapes.yaml")
     assert any("(top): Additional properties are not allowed ('extra'" in p for p in found), found

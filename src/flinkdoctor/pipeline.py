@@ -20,7 +20,7 @@ from .analytics.metrics import Measure
 from .diagnosis.correlate import RootCause, correlate
 from .diagnosis.fallback import Outcome, fallback
 from .diagnosis.findings import Finding, collect_findings, keep_applicable
-from .diagnosis.unexplained import baseline, collect_templates, failure_time, top_templates
+from .diagnosis.unexplained import baseline, collect_templates, explained_events, failure_time, top_templates
 from .knowledge.rulebook import Rule, load_rules
 from .knowledge.versions import detect
 from .options import check_flink_version, check_timezone, check_year
@@ -137,7 +137,7 @@ def diagnose_bundles(
         own = {rule: n for (bundle, rule), n in counts.items() if bundle == b}
         diagnosed.append(_diagnose_one(view, found[b], own, measured[b], by_id, every, flink_version))
     lap("analytics_s")
-    explained = {(f.sid, f.event_line or f.line) for one in diagnosed for f in one.findings}
+    explained = explained_events(f for one in diagnosed for f in one.findings)
     templates = _by_bundle(
         collect_templates(table, events.blocks, combined, explained, events.stats.get("warned")),
         bundle_of,

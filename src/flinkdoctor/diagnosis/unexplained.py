@@ -39,6 +39,9 @@ BASELINE = "knowledge/baseline.json"
 TOP = 5  # templates shown in the report
 RARE = 0.5  # rarity above which a template is reported: seen in fewer than half of the healthy runs
 NEAR_S = 60.0  # closeness halves at this distance (seconds) from the failure
+# a finding that says only that an event is at ERROR (failure evidence) explains nothing about it: the event stays
+# an unexplained error, to be templated and ranked
+LEVEL_ONLY = ("error-event",)
 UNTIMED_CLOSENESS = 0.25  # a template with no time cannot be placed near the failure
 MAX_TEMPLATES = 20_000  # templates collected to the driver per bundle (a bundle rarely has more than a few hundred)
 FEW = 20_000  # up to this many WARN+ events are grouped on the driver
@@ -309,6 +312,11 @@ def failure_time(findings: list[Finding], roots: list[RootCause], outcome: Outco
         return outcome.derived[0].finding.time
     failures = [f.time for f in findings if f.rule in knowledge().failure_rules and f.time]
     return min(failures) if failures else None
+
+
+def explained_events(findings: Iterable[Finding]) -> set[tuple[int, int]]:
+    """The (source, event line) of every event a finding explains; a level-only finding explains none."""
+    return {(f.sid, f.event_line or f.line) for f in findings if f.rule not in LEVEL_ONLY}
 
 
 def top_templates(templates: list[Template], known: Baseline, failure: datetime | None, top: int = TOP) -> list[Ranked]:

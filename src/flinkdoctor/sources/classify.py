@@ -71,6 +71,7 @@ NAME_HINTS: tuple[tuple[str, str], ...] = (
     ("messages", "kernel"),
     ("syslog", "kernel"),
     ("fsck", "hdfs-fsck"),
+    ("kubectl", "kubernetes"),
 )
 
 

@@ -1,13 +1,16 @@
 """Shapes: logs wrapped, structured or decorated in ways no layout reads, read into plain text at staging.
 
 Users ship logs as container runtimes wrote them (Docker json-file, CRI), as JSON lines or logfmt, behind a
-collector's prefix, or pasted with quote markers, bullets, table borders and indentation. Rather than teach
-every layout every shape, staging reads such a file once into a copy a layout reads: a wrapper is taken off
-(CRI partial lines joined), a structured record becomes one 'shape-record' header line followed by its
-message's further lines and its stack trace (escaped `\\n\\t` unescaped), and prefixes are stripped. The shape
-is decided from the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps,
-per copied line, the line of the original file it came from, so evidence cites the original. Files in no
-unusual shape cost the head check and nothing more. The shapes themselves are data (layouts/shapes.yaml).
+collector's prefix, or pasted with quote markers, bullets, table or box borders and indentation, hard-wrapped by
+a mail archive or run together by a CI console, or as a Kubernetes resource in YAML. Rather than teach every
+layout every shape, staging reads such a file once into a copy a layout reads: a wrapper is taken off (CRI
+partial lines joined), lines run together are cut apart, prefixes are stripped, hard-wrapped lines are joined,
+a structured record becomes one 'shape-record' header line followed by its message's further lines and its stack
+trace (escaped `\\n\\t` unescaped), a resource becomes a line per field (kubernetes.py). The shape is decided from
+the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps, per copied line, the
+line of the original file it came from, so evidence cites the original. Files in no unusual shape cost the head
+check and nothing more. The shapes themselves are data (layouts/shapes.yaml). Which shapes real pastes take, and
+how well they are read, is measured by the shape-invariance suite (tests/metamorphic).
 """
 
 from __future__ import annotations
@@ -27,16 +30,35 @@ from typing import Any
 from ..errors import RuleError
 from ..knowledge.regexes import checked
 from ..knowledge.validation import read_yaml, schema, schema_problems
+from .kubernetes import is_resource, resource_lines
 from .layouts import load_layouts
 
 SAMPLE_LINES = 400  # head lines the shape is decided on
 MAX_JOIN_LINES = 200  # a record (CRI/Docker partial lines, a terminal-wrapped JSON object) spans at most this many
 MAX_JOIN_BYTES = 4 * 1024 * 1024
 MAX_ROUNDS = 4  # strips applied one after another at most (a quote marker, then indentation, ...)
+DECORATION_SHARE = 0.8  # a strip that fits this share of lines is taken even when no layout reads more
+# a hard wrap that reads no more headers is still joined when lines fill up to a terminal's or mail's width
+MAX_WRAP_WIDTH, WRAP_SLACK, WRAP_SHARE = 240, 20, 0.5
+MAIL_WIDTH = (70, 80)  # the widths mail clients and list archives wrap plain text at
 RECORD_LAYOUT, UNTIMED_RECORD_LAYOUT = "shape-record", "shape-record-untimed"
-TRACE_LINE = re.compile(r"^(?:\s+at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
-EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)+(?:Exception|Error|Throwable)\b")
+TRACE_LINE = re.compile(r"^(?:\s*at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
+EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)*\.[\w$]*(?:Exception|Error|Throwable)\b")  # java.lang.Error too
 INDENT = re.compile(r"^[ \t]*")
+# kubectl describe's event table: its header row, and a row (the event's type first)
+EVENT_TABLE = re.compile(r"^[ \t]+Type[ \t]+Reason[ \t]+Age[ \t]+From[ \t]+Message[ \t]*$")
+EVENT_ROW = re.compile(r"^[ \t]+(?:Warning|Normal)[ \t]{2,}\S")
+RULE_LINE = re.compile(r"^[\s─━═┌┐└┘├┤┬┴┼╭╮╰╯+=_-]*$")  # a box's or table's border, or blank
+# the start of a log header: a date (ISO, Spark's yy/MM/dd, syslog's), after a bracketed level for some layouts;
+# a bracketed time (JVM unified logging, dmesg)
+DATED = re.compile(
+    r"^(?:\[[A-Z]+\s*\]\s+)?(?:\d{4}-\d\d-\d\d[ T]\d\d:|\d\d/\d\d/\d\d \d\d:|[A-Z][a-z]{2} [ \d]\d \d\d:)"
+    r"|^\[(?:\d{4}-\d\d-\d\dT\d\d:|\s*\d+\.\d+s?\])"
+)
+BORDER = re.compile(r"^[ \t]*[─━═┌┐└┘├┤┬┴┼╭╮╰╯|+-]*[─━═┌┐└┘├┤┬┴┼╭╮╰╯-][─━═┌┐└┘├┤┬┴┼╭╮╰╯|+-]*[ \t]*$")
+COLUMNS = re.compile(r"\S(?: {2,}|\t)\S")  # blanks that align columns inside a line
+CAUSED = re.compile(r"^\s*Caused by: ")
+CAUSE_ALONE = re.compile(r"^\s*(?:Caused by|Suppressed):\s*$")  # its exception was wrapped onto the next line
 PIECE = "\x00"  # staging.PIECE, as text: a row that continues an over-long line
 
 
@@ -45,6 +67,7 @@ class Strip:
     id: str
     prefix: re.Pattern
     suffix: re.Pattern | None = None
+    decoration: bool = False  # carries nothing (no time, no source): taken off text in no layout when it fits
 
     def apply(self, line: str) -> str:
         m = self.prefix.match(line)
@@ -55,12 +78,22 @@ class Strip:
 
 
 @dataclass(frozen=True)
+class Split:
+    id: str
+    marker: re.Pattern  # what stands before each line that was run together with others
+
+
+@dataclass(frozen=True)
 class Shapes:
     cri: re.Pattern
     docker_keys: tuple[str, ...]
     fields: dict[str, tuple[str, ...]]
     levels: dict[str, str]
     strips: tuple[Strip, ...]
+    splits: tuple[Split, ...] = ()
+    localized: dict[str, str] | None = None  # an error text in another language -> the English one
+    resource: re.Pattern | None = None  # a Kubernetes resource's top-level key (kubectl get -o yaml)
+    resource_exception: dict[str, str] | None = None  # the field names of an exception object held as JSON
 
 
 def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
@@ -89,26 +122,41 @@ def load_shapes() -> Shapes:
             s["id"],
             _compiled(path, f"strip {s['id']}", s["prefix"]),
             _compiled(path, f"strip {s['id']}", s["suffix"]) if s.get("suffix") else None,
+            bool(s.get("decoration")),
         )
         for s in data["strips"]
     )
+    splits = tuple(Split(s["id"], _compiled(path, f"split {s['id']}", s["marker"])) for s in data.get("splits", ()))
+    resource = data["documents"]["kubernetes-yaml"]
+    localized = {str(k): str(v) for table in data["localized"]["messages"].values() for k, v in table.items()}
     return Shapes(
+        localized=localized,
+        resource=_compiled(path, "document kubernetes-yaml", resource["detect"]),
+        resource_exception={key: str(value) for key, value in resource["exception"].items()},
         cri=_compiled(path, "wrapper cri", data["wrappers"]["cri"]["regex"]),
         docker_keys=tuple(data["wrappers"]["docker-json"]["keys"]),
         fields={name: tuple(map(str, names)) for name, names in records.items()},
         levels=levels,
         strips=strips,
+        splits=splits,
     )
 
 
 @dataclass(frozen=True)
 class Plan:
-    """How to read a file: a wrapper to take off, whether lines are records, which strips to apply."""
+    """How to read a file, in this order: a wrapper to take off, lines run together to split, strips to apply,
+    lines hard-wrapped at a width to join, whether lines are records."""
 
     wrapper: str | None = None  # 'cri' | 'docker-json'
     records: str | None = None  # 'json' | 'logfmt'
     strips: tuple[str, ...] = ()  # strip ids in order; 'indent:N' removes N leading blanks
     timed: bool = True  # records carry times
+    split: str | None = None  # a split id: lines run together behind a marker each
+    unwrap: int | None = None  # lines hard-wrapped at this many columns, joined back
+    localized: bool = False  # error texts in another language, read with the English after them
+    document: str | None = None  # 'kubernetes-yaml': a resource read field by field (kubernetes.py)
+    event_table: bool = False  # kubectl describe's event table: each row's message on a line of its own
+    wrap_first: bool = False  # the hard wrap is joined before the strips are applied
 
     @property
     def layout(self) -> str | None:
@@ -118,8 +166,12 @@ class Plan:
         return RECORD_LAYOUT if self.timed else UNTIMED_RECORD_LAYOUT
 
     def describe(self) -> str:
-        parts = [p for p in (self.wrapper, self.records and f"{self.records} records") if p]
-        return ", ".join(parts + [f"stripped {s}" for s in self.strips])
+        parts = [p for p in (self.wrapper, self.document, self.split and f"split {self.split}") if p]
+        parts += [f"stripped {s}" for s in self.strips]
+        parts += [f"unwrapped at {self.unwrap} columns"] if self.unwrap else []
+        parts += ["localized messages"] if self.localized else []
+        parts += ["kubectl events"] if self.event_table else []
+        return ", ".join(parts + ([f"{self.records} records"] if self.records else []))
 
 
 class LineMap:
@@ -172,10 +224,46 @@ def plan(head: bytes) -> Plan | None:
     records, timed = _records(lines, shapes)
     if records is not None:
         return Plan(wrapper, records, (), timed)
-    strips = _strips(lines, shapes)
-    if wrapper is None and not strips:
+    if shapes.resource is not None and is_resource(lines, shapes.resource):
+        return Plan(wrapper, document="kubernetes-yaml")
+    split = _split_of(lines, shapes)
+    if split is not None:
+        lines = [text for _, text in _split(split, enumerate(lines, 1), shapes)]
+    strips, width, wrap_first, lines = _line_plan(lines, shapes)
+    records, timed = _records(lines, shapes)
+    localized = any(_localized_text(shapes).search(line) for line in lines)
+    table = any(EVENT_TABLE.match(line) for line in lines)
+    if wrapper is None and split is None and not strips and width is None and not localized and not table:
         return None
-    return Plan(wrapper, None, strips)
+    split_id = split.id if split else None
+    return Plan(
+        wrapper, records, strips, timed, split_id, width, localized=localized, event_table=table, wrap_first=wrap_first
+    )
+
+
+def _line_plan(lines: list[str], shapes: Shapes) -> tuple[tuple[str, ...], int | None, bool, list[str]]:
+    """(strips, wrap width, whether the wrap is joined before the strips, the sample read so): decoration put
+    on after the wrap (a box around folded lines) comes off first, decoration the wrap cut through (a mail
+    archive wrapping prefixed lines) after; whichever reads more of the sample."""
+    strip_by_id = {s.id: s for s in shapes.strips}
+
+    def stripped(sample: list[str], strips: tuple[str, ...]) -> list[str]:
+        for strip_id in strips:
+            sample = [_apply(strip_id, strip_by_id.get(strip_id), line) for line in sample]
+        return [line for line in sample if not BORDER.match(line)] if "table" in strips else sample
+
+    strips = _strips(lines, shapes)
+    after = stripped(lines, strips)
+    width = _wrap_width(after, framed="table" in strips)
+    best = (strips, width, False, after if width is None else [t for _, t in _unwrapped(width, enumerate(after, 1))])
+    first = _wrap_width(lines)
+    if first is not None:
+        joined = [t for _, t in _unwrapped(first, enumerate(lines, 1))]
+        later = _strips(joined, shapes)
+        other = (later, first, True, stripped(joined, later))
+        if _score(other[3]) > _score(best[3]):
+            best = other
+    return best
 
 
 def _wrapper(lines: list[str], shapes: Shapes) -> str | None:
@@ -194,6 +282,7 @@ def _share(lines: list[str], test) -> float:
 
 def _records(lines: list[str], shapes: Shapes) -> tuple[str | None, bool]:
     """('json' | 'logfmt' | None, whether records carry a time)."""
+    lines = [line for line in lines if line.strip()] or [""]
     if lines[0].lstrip().startswith("{"):  # records, also when a terminal wrapped them over several lines
         read = list(_json_records(enumerate(lines, 1), shapes))
         records = [record for _, record, _ in read if record is not None]
@@ -209,38 +298,175 @@ def _records(lines: list[str], shapes: Shapes) -> tuple[str | None, bool]:
 
 
 def _score(lines: list[str]) -> int:
-    """How readable lines are: headers of a known layout that has levels, plus stack trace lines."""
+    """How readable lines are: headers of the known layout that reads most of them (one that has levels or a
+    wall-clock time; a header with a level or a logger counts twice), structured records (twice), and stack trace
+    lines."""
     best = 0
     for layout in load_layouts():
-        if layout.detect and "level" in layout.python_regex.groupindex:
-            best = max(best, sum(1 for line in lines if layout.python_regex.match(line)))
+        groups = layout.python_regex.groupindex
+        if layout.detect and ("level" in groups or layout.timed):
+            weight = 2 if "level" in groups or "logger" in groups else 1  # a time alone reads less of a line
+            best = max(best, weight * sum(1 for line in lines if layout.python_regex.match(line)))
     trace = sum(1 for line in lines if TRACE_LINE.match(line) or EXCEPTION_HEAD.match(line))
-    return best + trace
+    return best + trace + 2 * _record_lines(lines)
+
+
+def _record_lines(lines: list[str]) -> int:
+    """Lines that are (part of) a structured record: a JSON object with a message, also one a terminal wrapped
+    over several lines, or logfmt pairs with a message."""
+    shapes = load_shapes()
+    others = [line for _, record, line in _json_records(enumerate(lines, 1), shapes) if record is None]
+    logfmt = [pairs for line in others if "=" in line and (pairs := _logfmt(line)) is not None]
+    return len(lines) - len(others) + sum(1 for pairs in logfmt if _first(pairs, shapes.fields["message"]) is not None)
 
 
 def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
-    """The strips that make the sample more readable, greedily, best first."""
+    """The strips that make the sample more readable, greedily, best first. A strip that leaves it as readable
+    is taken too when it fits nearly every line (decoration: text without a known layout in a quote or a box);
+    when no strip alone reads more, two in a row are tried (a bullet before a quote marker)."""
     chosen: list[str] = []
     score: int | None = None  # scored only when some strip fits a line: most files pay nothing more
     for _ in range(MAX_ROUNDS):
-        best: tuple[int, str, list[str]] | None = None
-        candidates: list[tuple[str, Strip | None]] = [(s.id, s) for s in shapes.strips]
-        indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
-        if indent:
-            candidates.append((f"indent:{indent}", None))
-        for strip_id, strip in candidates:
-            if strip is not None and not any(strip.prefix.match(line) for line in lines):
-                continue
-            score = _score(lines) if score is None else score
-            stripped = [_apply(strip_id, strip, line) for line in lines]
-            new = _score(stripped)
-            if new > score and (best is None or new > best[0]):
-                best = (new, strip_id, stripped)
-        if best is None:
+        score = _score(lines) if score is None and _fitting(lines, shapes) else score
+        if score is None:
             break
-        score, strip_id, lines = best
+        best, stones = _best_strip(lines, shapes, score)
+        if best is None:
+            pairs = [(first, _best_strip(stone, shapes, score)[0]) for first, stone in stones]
+            pairs = [(first, found) for first, found in pairs if found is not None and found[0] > score]
+            if not pairs:
+                break
+            first, best = max(pairs, key=lambda pair: pair[1][:2])
+            chosen.append(first)
+        score, _, strip_id, lines = best
         chosen.append(strip_id)
     return tuple(chosen)
+
+
+def _candidates(lines: list[str], shapes: Shapes) -> list[tuple[str, Strip | None]]:
+    indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
+    candidates: list[tuple[str, Strip | None]] = [(f"indent:{indent}", None)] if indent else []
+    return candidates + [(s.id, s) for s in shapes.strips]  # on a tie the first wins: plain indentation first
+
+
+def _fitting(lines: list[str], shapes: Shapes) -> bool:
+    return any(
+        strip is None or any(strip.prefix.match(line) for line in lines) for _, strip in _candidates(lines, shapes)
+    )
+
+
+def _best_strip(lines: list[str], shapes: Shapes, score: int):
+    """(the strip that reads most, as (score, fits everywhere, id, lines), or None; the strips that fit some
+    lines without reading more, as (id, lines): stepping stones for a second strip)."""
+    best: tuple[int, bool, str, list[str]] | None = None
+    stones: list[tuple[str, list[str]]] = []
+    framed = [line for line in lines if not RULE_LINE.match(line)] or lines
+    for strip_id, strip in _candidates(lines, shapes):
+        fits = len(framed) if strip is None else sum(1 for line in framed if strip.prefix.match(line))
+        if not fits:
+            continue
+        stripped = [_apply(strip_id, strip, line) for line in lines]
+        new = _score(stripped)
+        everywhere = (strip is None or strip.decoration) and fits >= DECORATION_SHARE * len(framed)
+        if (new > score or (new == score and everywhere)) and (best is None or (new, everywhere) > best[:2]):
+            best = (new, everywhere, strip_id, stripped)
+        elif new == score:
+            stones.append((strip_id, stripped))
+    return best, stones
+
+
+def _split_of(lines: list[str], shapes: Shapes) -> Split | None:
+    """The split whose marker stands several times on the sample's lines (lines run together), if any."""
+    for split in shapes.splits:
+        markers = sum(len(split.marker.findall(line)) for line in lines)
+        if markers >= 2 and markers > len(lines):
+            return split
+    return None
+
+
+def _split(split: Split, numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, str]]:
+    """Each line cut before every marker, the markers dropped; text before the first marker kept as a line."""
+    for number, line in numbered:
+        parts = split.marker.split(line)
+        if parts[0].strip():
+            yield number, parts[0]
+        for part in parts[1:]:
+            yield number, part
+
+
+def _wrap_width(lines: list[str], framed: bool = False) -> int | None:
+    """The width the sample's lines were hard-wrapped at (a mail archive, a terminal UI), when joining them back
+    makes it more readable, or when nearly every join is of a line filled up to a terminal's or mail's width; else
+    None. In greedy-wrapped text no line with a blank inside is longer than the width, and a line whose next
+    line's first word would have fitted on it was not broken there."""
+    inner = [len(line.rstrip()) for line in lines if " " in line.strip()]
+    if not inner:
+        return None
+    width = max(inner)
+    joined = list(_unwrapped(width, enumerate(lines, 1)))
+    if len(joined) == len(lines):
+        return None
+    before, after = _score(lines), _score([text for _, text in joined])
+    if after > before:
+        return width
+    starts = {number for number, _ in joined}
+    broken = [lines[i - 1] for i in range(1, len(lines)) if i + 1 not in starts]  # a line the next was joined to
+    if any(len(COLUMNS.findall(lines[i].strip())) >= 2 for i in range(1, len(lines)) if i + 1 not in starts):
+        return None  # the joined lines are a table's rows (aligned columns), not a text's wrapped remainder
+    filled = sum(1 for line in broken if len(line) >= width - WRAP_SLACK or DATED.match(line))
+    # a fold in a box (whose width is a hard edge), or several at a mail archive's width
+    several = len(broken) >= 2 or all(EXCEPTION_HEAD.match(line) or CAUSED.match(line) for line in broken)
+    edge = framed or several and MAIL_WIDTH[0] <= width <= MAIL_WIDTH[1]  # an exception's message: once is enough
+    accepted = after == before and width <= MAX_WRAP_WIDTH and filled >= WRAP_SHARE * len(broken) and edge
+    return width if accepted else None
+
+
+def _starts_line(line: str) -> bool:
+    """A line that begins a log line of its own: a header (or the start of one), a stack trace line, an
+    exception."""
+    return bool(DATED.match(line) or TRACE_LINE.match(line) or EXCEPTION_HEAD.match(line))
+
+
+def _header(line: str) -> bool:
+    """A whole header of a layout that reads more than a time (a broken one lacks its message)."""
+    return any(
+        layout.detect
+        and layout.timed
+        and {"level", "logger"} & set(layout.python_regex.groupindex)
+        and layout.python_regex.match(line)
+        for layout in load_layouts()
+    )
+
+
+def _unwrapped(width: int, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """Lines hard-wrapped at `width` joined back: a line continues the one before when its first word did not
+    fit after it and it begins no log line of its own; a line that is one word cut at the width is joined
+    without a blank. Within MAX_JOIN_* per joined line."""
+    pending: tuple[int, str] | None = None
+    parts, last = 0, ""  # physical lines joined so far, and the last of them
+    for number, line in numbered:
+        if pending is not None:
+            first, text = pending
+            word = line.split(None, 1)[0] if line.strip() else ""
+            broken = len(last) + 1 + len(word) > width or (DATED.match(text) and not _header(text))
+            if (
+                word
+                and last.strip()
+                and not RULE_LINE.match(last)
+                and not RULE_LINE.match(line)
+                and line[:1] not in " \t"
+                and broken
+                and parts < MAX_JOIN_LINES
+                and len(text) < MAX_JOIN_BYTES
+                and (not _starts_line(line) or CAUSE_ALONE.match(last))
+            ):
+                cut_word = len(last) == width and " " not in last.strip()  # a word folded at the width
+                pending, parts, last = (first, text + ("" if cut_word else " ") + line), parts + 1, line
+                continue
+            yield pending
+        pending, parts, last = (number, line), 1, line
+    if pending is not None:
+        yield pending
 
 
 def _apply(strip_id: str, strip: Strip | None, line: str) -> str:
@@ -439,10 +665,14 @@ def render(record: dict, shapes: Shapes) -> list[str]:
 
 
 def normalised_lines(plan_: Plan, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """(original line, text) of the copy, in order."""
+    """(original line, text) of the copy, in order: each step of the plan in turn, records last."""
     shapes = load_shapes()
     if plan_.wrapper is not None:
         numbered = _unwrap(plan_.wrapper, numbered, shapes)
+    if plan_.document is not None:
+        yield from _resource(numbered, shapes)
+        return
+    numbered = _line_steps(plan_, numbered, shapes)
     if plan_.records == "json":
         for number, record, text in _json_records(numbered, shapes):
             if record is None:
@@ -458,11 +688,78 @@ def normalised_lines(plan_: Plan, numbered: Iterable[tuple[int, str]]) -> Iterat
             else:
                 yield number, line
         return
-    strips = {s.id: s for s in shapes.strips}
+    yield from numbered
+
+
+def _line_steps(plan_: Plan, numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterable[tuple[int, str]]:
+    """Lines run together split, strips applied, a hard wrap joined, localized texts read, event rows cut."""
+    if plan_.split is not None:
+        numbered = _split(next(s for s in shapes.splits if s.id == plan_.split), numbered, shapes)
+    if plan_.unwrap is not None and plan_.wrap_first:
+        numbered = _unwrapped(plan_.unwrap, numbered)
+    if plan_.strips:
+        numbered = _stripped(plan_.strips, numbered, shapes)
+    if plan_.unwrap is not None and not plan_.wrap_first:
+        numbered = _unwrapped(plan_.unwrap, numbered)
+    if plan_.localized:
+        numbered = _in_english(numbered, shapes)
+    if plan_.event_table:
+        numbered = event_rows(numbered)
+    return numbered
+
+
+def _localized_text(shapes: Shapes) -> re.Pattern:
+    """A localized error text not already followed by its English (longest first)."""
+    return _alternatives(tuple(sorted(shapes.localized or {}, key=len, reverse=True)))
+
+
+def event_rows(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """kubectl describe's event table with each row's message on a line of its own, so the message reads as any
+    pasted text (an exception, the further lines of a multi-line message after it) and the row keeps its type,
+    reason, age and source. kubectl aligns the columns with a tabwriter (padding 2; describe.go): cells are apart
+    by two blanks or more, and only the age holds single blanks ('2m (x3 over 5m)')."""
+    in_table = False
     for number, line in numbered:
-        for strip_id in plan_.strips:
-            line = _apply(strip_id, strips.get(strip_id), line)
+        if EVENT_TABLE.match(line):
+            in_table = True
+        elif in_table and EVENT_ROW.match(line):
+            cells = re.split(r"[ \t]{2,}", line.strip(), maxsplit=4)
+            if len(cells) == 5:
+                yield number, line[: len(line) - len(line.lstrip())] + "  ".join(cells[:4])
+                yield number, cells[4]
+                continue
+        elif in_table and not line.strip():
+            in_table = False  # the table ends at a blank line
         yield number, line
+
+
+@cache
+def _alternatives(words: tuple[str, ...]) -> re.Pattern:
+    return re.compile(rf"({'|'.join(map(re.escape, words)) or '(?!)'})(?! \()")
+
+
+def _in_english(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, str]]:
+    pattern, table = _localized_text(shapes), shapes.localized or {}
+    for number, line in numbered:
+        yield number, pattern.sub(lambda m: f"{m.group(1)} ({table[m.group(1)]})", line)
+
+
+def _resource(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, str]]:
+    """A Kubernetes resource's fields (kubernetes.py); a text that is no YAML after all, as it is."""
+    lines = list(numbered)
+    read = resource_lines(lines, shapes.resource_exception or {})
+    yield from lines if read is None else read
+
+
+def _stripped(strip_ids: tuple[str, ...], numbered: Iterable[tuple[int, str]], shapes: Shapes):
+    """Lines with their strips applied; a box's or a table's border line becomes blank (decoration that would
+    otherwise start the event the box's first line continues)."""
+    strips = {s.id: s for s in shapes.strips}
+    framed = "table" in strip_ids
+    for number, line in numbered:
+        for strip_id in strip_ids:
+            line = _apply(strip_id, strips.get(strip_id), line)
+        yield number, "" if framed and BORDER.match(line) else line
 
 
 def read_rows(handle) -> Iterator[tuple[int, str]]:
@@ -502,9 +799,13 @@ def normalise(plan_: Plan, source: Path, write) -> LineMap:
 
 
 def is_record(document: object) -> bool:
-    """A parsed JSON document that is one log record (a JSON-lines log of one line), not a REST snapshot."""
+    """A parsed JSON document that is one log record (a JSON-lines log of one line, or one line of a container
+    runtime's log), not a REST snapshot."""
     if not isinstance(document, dict):
         return False
-    fields = load_shapes().fields
+    shapes = load_shapes()
+    if isinstance(document.get("log"), str) and set(shapes.docker_keys) <= set(document):
+        return True
+    fields = shapes.fields
     message = _first(document, fields["message"])
     return isinstance(message, str) and any(_first(document, fields[f]) is not None for f in ("time", "level"))
