@@ -1,0 +1,236 @@
+"""Shared incidents: one cause in several jobs that share a resource, within one window, more often than the
+background explains.
+
+Every sighting of a cause on a resource opens a window of `window` length; the jobs sighted with that cause on
+that resource inside it are the candidate's jobs (a window never grows past its length: there is no chaining of
+sightings that are each close to the last). Each candidate is scored against the background (score.py): how
+many jobs ran on the resource during the window, how many jobs of the fleet show the cause at all. A candidate
+whose chance is below the threshold shared by every window tested is an incident.
+
+Candidates are taken best first: causes by rule before causes by category (the more specific name), and within
+each, the least likely first. A candidate that shares a job and a window with an incident already taken is the
+same incident: when it holds the same jobs seen through another resource (the storage and the host of a one-host
+cluster), that resource is added to the incident; otherwise it is dropped. Cost: sorting the sightings, then
+two-pointer windows and binary searches, so linear in jobs and sightings up to a logarithm.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .score import FALSE_ALARM, chance, expected, least_chance, threshold
+from .sightings import Cause, Fleet, Resource
+
+DEFAULT_WINDOW = timedelta(minutes=15)
+LEVELS = ("rule", "category")
+
+
+@dataclass
+class Incident:
+    kind: str  # the resource: host | storage | zookeeper | kafka
+    key: str
+    level: str  # rule | category: what `cause` names
+    cause: str
+    start: datetime  # the first and last sighting
+    end: datetime
+    bundles: list[str]  # bundle ids, sorted
+    joined: list[str]  # of them, those sighted only with something the cause explains
+    rules: list[str]  # the rules sighted
+    observed: int  # jobs with the cause on the resource in the window
+    exposed: int  # jobs that ran on the resource in the window
+    with_cause: int  # jobs of the fleet with the cause
+    fleet: int  # jobs in the fleet
+    expected: float
+    chance: float
+    also: list[Resource] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    time: datetime
+    bundle_id: str
+    rule: str
+    joined: bool
+
+
+@dataclass
+class _Candidate:
+    resource: Resource
+    cause: Cause
+    hits: list[_Hit]
+    exposed: int
+    with_cause: int
+    chance: float
+    group: list[_Hit] = field(default_factory=list)  # every hit of the cause on the resource, by time
+    first: int = 0  # the window's first hit in the group
+
+
+class Exposure:
+    """Per resource, the jobs that ran on it, to count those running during a window (two binary searches)."""
+
+    def __init__(self, fleet: Fleet):
+        spans: dict[str, list[datetime]] = {}
+        resources: dict[str, set[Resource]] = defaultdict(set)
+        for job in fleet.jobs.values():
+            spans[job.bundle_id] = [t for t in (job.start, job.end) if t]
+            resources[job.bundle_id] |= job.resources
+        for sighting in fleet.sightings:  # a job ran where and when it was sighted
+            if sighting.time:
+                spans[sighting.bundle_id].append(sighting.time)
+            resources[sighting.bundle_id] |= set(sighting.resources)
+        starts: dict[Resource, list[datetime]] = defaultdict(list)
+        ends: dict[Resource, list[datetime]] = defaultdict(list)
+        for bundle_id, times in spans.items():
+            if not times:
+                continue
+            for resource in resources[bundle_id]:
+                starts[resource].append(min(times))
+                ends[resource].append(max(times))
+        self.starts = {r: sorted(times) for r, times in starts.items()}
+        self.ends = {r: sorted(times) for r, times in ends.items()}
+
+    def count(self, resource: Resource, start: datetime, end: datetime) -> int:
+        """Jobs on `resource` whose logs overlap [start, end]: begun by its end, less those over before its start."""
+        begun = bisect.bisect_right(self.starts.get(resource, []), end)
+        over = bisect.bisect_left(self.ends.get(resource, []), start)
+        return begun - over
+
+
+def _groups(fleet: Fleet, window: timedelta) -> dict[tuple[Cause, Resource], list[_Hit]]:
+    """Hits per cause and resource, by time; a job's hits thinned to one per window (the first), so that a window
+    holds each job at most once and a job that logs a cause a hundred times is one test, not a hundred."""
+    hits: dict[tuple[Cause, Resource], list[_Hit]] = defaultdict(list)
+    for s in fleet.sightings:
+        if s.time is None:
+            continue
+        for cause, joined in [(c, False) for c in s.causes] + [(c, True) for c in s.joined]:
+            for resource in s.resources:
+                hits[(cause, resource)].append(_Hit(s.time, s.bundle_id, s.rule, joined))
+    for group, found in hits.items():
+        found.sort(key=lambda h: (h.time, h.joined, h.bundle_id, h.rule))
+        last: dict[str, datetime] = {}
+        kept = []
+        for hit in found:
+            if hit.bundle_id not in last or hit.time - last[hit.bundle_id] > window:
+                last[hit.bundle_id] = hit.time
+                kept.append(hit)
+        hits[group] = kept
+    return hits
+
+
+def _with_cause(fleet: Fleet) -> dict[Cause, int]:
+    jobs: dict[Cause, set[str]] = defaultdict(set)
+    for s in fleet.sightings:
+        for cause in s.causes + s.joined:
+            jobs[cause].add(s.bundle_id)
+    return {cause: len(bundles) for cause, bundles in jobs.items()}
+
+
+def detect(
+    fleet: Fleet, window: timedelta = DEFAULT_WINDOW, min_jobs: int = 2, false_alarm: float = FALSE_ALARM
+) -> list[Incident]:
+    """The incidents of the fleet, least likely by chance first."""
+    size = len(fleet.jobs)
+    exposure = Exposure(fleet)
+    with_cause = _with_cause(fleet)
+    least: list[float] = []
+    candidates: list[_Candidate] = []
+    for (cause, resource), hits in _groups(fleet, window).items():
+        end = 0
+        for first, hit in enumerate(hits):
+            end = max(end, first)
+            while end + 1 < len(hits) and hits[end + 1].time - hit.time <= window:
+                end += 1
+            inside = hits[first : end + 1]
+            exposed = max(exposure.count(resource, hit.time, hit.time + window), len(inside))
+            least.append(least_chance(exposed, with_cause[cause], size))
+            observed = len(inside)
+            if observed < min_jobs or all(h.joined for h in inside):
+                continue
+            if observed <= expected(exposed, with_cause[cause], size):
+                continue  # no more than the background: never an incident
+            odds = chance(observed, exposed, with_cause[cause], size)
+            candidates.append(_Candidate(resource, cause, inside, exposed, with_cause[cause], odds, hits, first))
+    limit = threshold(least, false_alarm)
+    chosen = _choose([c for c in candidates if c.chance <= limit], window)
+    return [_incident(_widened(c, window, exposure, size), also, size) for c, also in chosen]
+
+
+def _widened(candidate: _Candidate, window: timedelta, exposure: Exposure, size: int) -> _Candidate:
+    """The chosen window with the group's earlier hits that still fit in one window's length with its last hit
+    (a window that scored best from its second sighting still names the first job), scored again."""
+    last = max(h.time for h in candidate.hits)
+    jobs = {h.bundle_id for h in candidate.hits}
+    extra = []
+    for index in range(candidate.first - 1, -1, -1):
+        hit = candidate.group[index]
+        if last - hit.time > window:
+            break
+        if hit.bundle_id not in jobs:
+            extra.append(hit)
+            jobs.add(hit.bundle_id)
+    if not extra:
+        return candidate
+    hits = extra[::-1] + candidate.hits
+    start = hits[0].time
+    exposed = max(exposure.count(candidate.resource, start, start + window), len(hits))
+    odds = chance(len(hits), exposed, candidate.with_cause, size)
+    return _Candidate(candidate.resource, candidate.cause, hits, exposed, candidate.with_cause, odds)
+
+
+def _choose(candidates: list[_Candidate], window: timedelta) -> list[tuple[_Candidate, list[Resource]]]:
+    """Best first (rule before category, then least likely, most jobs, earliest); one incident per job and window."""
+    order = sorted(
+        candidates,
+        key=lambda c: (LEVELS.index(c.cause[0]), c.chance, -len(c.hits), c.hits[0].time, c.resource, c.cause),
+    )
+    chosen: list[tuple[_Candidate, list[Resource]]] = []
+    claims: dict[str, list[int]] = defaultdict(list)  # bundle -> chosen incidents holding it
+    for candidate in order:
+        start = candidate.hits[0].time
+        jobs = {h.bundle_id for h in candidate.hits}
+        overlapping = {
+            index for bundle in jobs for index in claims[bundle] if abs(chosen[index][0].hits[0].time - start) <= window
+        }
+        if not overlapping:
+            for bundle in jobs:
+                claims[bundle].append(len(chosen))
+            chosen.append((candidate, []))
+            continue
+        for index in overlapping:
+            held, also = chosen[index]
+            same = jobs == {h.bundle_id for h in held.hits}
+            if same and candidate.resource != held.resource and candidate.resource not in also:
+                also.append(candidate.resource)
+    return chosen
+
+
+def _incident(candidate: _Candidate, also: list[Resource], size: int) -> Incident:
+    hits = candidate.hits
+    sighted = {h.bundle_id for h in hits if not h.joined}
+    return Incident(
+        kind=candidate.resource[0],
+        key=candidate.resource[1],
+        level=candidate.cause[0],
+        cause=candidate.cause[1],
+        start=hits[0].time,
+        end=max(h.time for h in hits),
+        bundles=sorted({h.bundle_id for h in hits}),
+        joined=sorted({h.bundle_id for h in hits} - sighted),
+        rules=sorted({h.rule for h in hits}),
+        observed=len(hits),
+        exposed=candidate.exposed,
+        with_cause=candidate.with_cause,
+        fleet=size,
+        expected=expected(candidate.exposed, candidate.with_cause, size),
+        chance=candidate.chance,
+        also=sorted(also),
+    )
+
+
+def ranked(incidents: list[Incident]) -> list[Incident]:
+    """Least likely by chance first (the strongest evidence of a shared cause), then most jobs, then earliest."""
+    return sorted(incidents, key=lambda i: (i.chance, -i.observed, i.start, i.kind, i.key))
