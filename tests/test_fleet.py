@@ -47,6 +47,8 @@ def test_every_bundle_in_the_lake_with_its_lines_counted(fleet):
             assert row["status"] == "failed" and "Compressed file ended" in row["reason"]
         else:
             assert row["status"] == "ok" and row["verdict"]
+            # the logs' span holds every finding's time (the kept events hold the findings)
+            assert row["log_start"] <= row["first_time"] <= row["last_time"] <= row["log_end"], name
         if (base / "root" / name).is_dir():
             assert row["lines"] == wc_lines(base / "root" / name), name
     assert {row["run"] for row in rows.values()} == {result.run}
@@ -190,3 +192,26 @@ def test_a_bundle_diagnosed_with_others_gets_the_report_it_gets_alone(spark, rul
     checkpoint_timeout, heap_oom, state = (r.to_dict() for r in together)
     assert checkpoint_timeout["checkpoints"]["jobs"] and checkpoint_timeout["config_audit"]["settings"]
     assert heap_oom["unexplained_errors"] or state["unexplained_errors"]
+
+
+def test_an_older_lake_still_reads(tmp_path):
+    """A lake of the first schema (no log_start / log_end) with a newer run beside it: both read, the older
+    run's new columns null."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first = tmp_path / "bundles" / "run=20261101T000000Z"
+    second = tmp_path / "bundles" / "run=20261102T000000Z"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    pq.write_table(pa.table({"bundle_id": ["a"], "name": ["job-a"], "status": ["ok"]}), first / "part-0.parquet")
+    start = datetime(2026, 11, 2, 8, 0)
+    pq.write_table(
+        pa.table({"bundle_id": ["b"], "name": ["job-b"], "status": ["ok"], "log_start": [start]}),
+        second / "part-0.parquet",
+    )
+    rows = sorted(lake.read(tmp_path, "bundles", ["bundle_id", "log_start", "log_end", "run"]), key=str)
+    assert rows == [
+        {"bundle_id": "a", "log_start": None, "log_end": None, "run": "20261101T000000Z"},
+        {"bundle_id": "b", "log_start": start, "log_end": None, "run": "20261102T000000Z"},
+    ]
