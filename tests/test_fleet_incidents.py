@@ -156,12 +156,13 @@ def test_generic_findings_never_make_an_incident(rules):
 
 
 def test_a_symptom_joins_the_cause_that_explains_it(rules):
-    """Three jobs on one quorum log the ZooKeeper session timeout; three more, at the same minutes, only that
-    their job was suspended (unexplained in their own diagnosis): one incident of six jobs, three joined."""
+    """Four jobs on one quorum log the ZooKeeper session timeout; three more, at the same minutes, only that
+    their job was suspended (unexplained in their own diagnosis): one incident of seven jobs, three joined. The
+    score counts the four: a symptom joins an incident, it never makes one."""
     quorum = "zk1:2181,zk2:2181,zk3:2181"
     bundles = [bundle(f"j{i:03d}", f"h{i}", T0, zookeeper=[quorum if i < 12 else "other:2181"]) for i in range(200)]
     at = T0 + timedelta(minutes=30)
-    timeout, suspended = ["j000", "j001", "j002"], ["j003", "j004", "j005"]
+    timeout, suspended = ["j000", "j001", "j002", "j003"], ["j004", "j005", "j006"]
     diagnoses = [root(b, "zookeeper-client-session-timeout", "zookeeper-connectivity") for b in timeout]
     findings = [
         finding(b, "zookeeper-client-session-timeout", "zookeeper-connectivity", "cause", at, b, zookeeper=quorum)
@@ -170,6 +171,7 @@ def test_a_symptom_joins_the_cause_that_explains_it(rules):
     found = detect(from_lake(bundles, diagnoses, findings, rules))
     assert [(i.kind, i.key, i.cause) for i in found] == [("zookeeper", quorum, "zookeeper-client-session-timeout")]
     assert found[0].bundles == timeout + suspended and found[0].joined == suspended
+    assert (found[0].observed, found[0].exposed, found[0].with_cause, found[0].fleet) == (4, 12, 4, 200)
     assert found[0].rules == ["job-suspended", "zookeeper-client-session-timeout"]
     # a symptom alone makes nothing; nor one its own diagnosis explains (in the chain of its root cause)
     alone = [f for f in findings if f["rule"] == "job-suspended"]
@@ -209,3 +211,18 @@ def test_a_background_of_independent_failures_gives_no_incident(rules):
             zk = quorum if category == "zookeeper-connectivity" else None
             findings.append(finding(f"j{i:04d}", rule, category, "cause", at, host, zookeeper=zk))
     assert detect(from_lake(bundles, diagnoses, findings, rules)) == []
+
+
+def test_one_category_of_several_rules_is_one_incident(rules):
+    """Three jobs on a host log a soft lockup and three a hung task, at one moment: by rule neither three is beyond
+    chance, by category (host-stall) the six are."""
+    bundles = fleet_of(200, 20)
+    on_h0 = [b["bundle_id"] for b in bundles if b["hosts"] == ["h0"]][:6]
+    at = T0 + timedelta(minutes=10)
+    kinds = [("kernel-soft-lockup", "host-stall")] * 3 + [("kernel-hung-task", "host-stall")] * 3
+    diagnoses = [root(b, rule, category) for b, (rule, category) in zip(on_h0, kinds, strict=True)]
+    findings = [finding(b, rule, category, "cause", at, "h0") for b, (rule, category) in zip(on_h0, kinds, strict=True)]
+    found = detect(from_lake(bundles, diagnoses, findings, rules))
+    assert [(i.level, i.cause, i.bundles) for i in found] == [("category", "host-stall", sorted(on_h0))]
+    assert found[0].rules == ["kernel-hung-task", "kernel-soft-lockup"]
+    assert (found[0].observed, found[0].exposed, found[0].with_cause, found[0].fleet) == (6, 10, 6, 200)

@@ -10,8 +10,12 @@ whose chance is below the threshold shared by every window tested is an incident
 Candidates are taken best first: causes by rule before causes by category (the more specific name), and within
 each, the least likely first. A candidate that shares a job and a window with an incident already taken is the
 same incident: when it holds the same jobs seen through another resource (the storage and the host of a one-host
-cluster), that resource is added to the incident; otherwise it is dropped. Cost: sorting the sightings, then
-two-pointer windows and binary searches, so linear in jobs and sightings up to a logarithm.
+cluster), that resource is added to the incident; otherwise it is dropped. Then the jobs of the incidents found
+are explained away and the rest is measured again without them, for a few rounds. Last, the jobs on the resource
+that show only a symptom the cause explains join each incident (they never count in its score).
+
+Cost per round: sorting the sightings, then two-pointer windows and binary searches, so linear in jobs and
+sightings up to a logarithm.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .sightings import Cause, Fleet, Resource
 
 DEFAULT_WINDOW = timedelta(minutes=15)
 LEVELS = ("rule", "category")
+ROUNDS = 10  # rounds of explaining away; a fleet rarely needs more than three
 
 
 @dataclass
@@ -41,8 +46,8 @@ class Incident:
     rules: list[str]  # the rules sighted
     observed: int  # jobs with the cause on the resource in the window
     exposed: int  # jobs that ran on the resource in the window
-    with_cause: int  # jobs of the fleet with the cause
-    fleet: int  # jobs in the fleet
+    with_cause: int  # jobs of the fleet with the cause (less those of incidents found before)
+    fleet: int  # jobs in the fleet (less those of incidents found before)
     expected: float
     chance: float
     also: list[Resource] = field(default_factory=list)
@@ -66,6 +71,8 @@ class _Candidate:
     chance: float
     group: list[_Hit] = field(default_factory=list)  # every hit of the cause on the resource, by time
     first: int = 0  # the window's first hit in the group
+    fleet: int = 0  # the jobs it is measured against
+    also: list[Resource] = field(default_factory=list)
 
 
 class Exposure:
@@ -99,18 +106,19 @@ class Exposure:
         return begun - over
 
 
-def _groups(fleet: Fleet, window: timedelta) -> dict[tuple[Cause, Resource], list[_Hit]]:
-    """Hits per cause and resource, by time; a job's hits thinned to one per window (the first), so that a window
-    holds each job at most once and a job that logs a cause a hundred times is one test, not a hundred."""
+def _groups(fleet: Fleet, window: timedelta, joined: bool = False) -> dict[tuple[Cause, Resource], list[_Hit]]:
+    """Hits per cause and resource, by time: of the cause itself, or (`joined`) of a symptom it explains. A job's
+    hits are thinned to one per window (the first), so that a window holds each job at most once and a job that
+    logs a cause a hundred times is one test, not a hundred."""
     hits: dict[tuple[Cause, Resource], list[_Hit]] = defaultdict(list)
     for s in fleet.sightings:
         if s.time is None:
             continue
-        for cause, joined in [(c, False) for c in s.causes] + [(c, True) for c in s.joined]:
+        for cause in s.joined if joined else s.causes:
             for resource in s.resources:
                 hits[(cause, resource)].append(_Hit(s.time, s.bundle_id, s.rule, joined))
     for group, found in hits.items():
-        found.sort(key=lambda h: (h.time, h.joined, h.bundle_id, h.rule))
+        found.sort(key=lambda h: (h.time, h.bundle_id, h.rule))
         last: dict[str, datetime] = {}
         kept = []
         for hit in found:
@@ -121,24 +129,50 @@ def _groups(fleet: Fleet, window: timedelta) -> dict[tuple[Cause, Resource], lis
     return hits
 
 
-def _with_cause(fleet: Fleet) -> dict[Cause, int]:
+def _jobs_with(fleet: Fleet) -> dict[Cause, set[str]]:
+    """Per cause, the jobs that show it (by rule or category): the fleet's rate of it."""
     jobs: dict[Cause, set[str]] = defaultdict(set)
     for s in fleet.sightings:
-        for cause in s.causes + s.joined:
+        for cause in s.causes:
             jobs[cause].add(s.bundle_id)
-    return {cause: len(bundles) for cause, bundles in jobs.items()}
+    return jobs
 
 
 def detect(
-    fleet: Fleet, window: timedelta = DEFAULT_WINDOW, min_jobs: int = 2, false_alarm: float = FALSE_ALARM
+    fleet: Fleet,
+    window: timedelta = DEFAULT_WINDOW,
+    min_jobs: int = 2,
+    false_alarm: float = FALSE_ALARM,
+    rounds: int = ROUNDS,
 ) -> list[Incident]:
-    """The incidents of the fleet, least likely by chance first."""
-    size = len(fleet.jobs)
+    """The incidents of the fleet, in the order found (ranked() sorts them).
+
+    In rounds: the jobs of the incidents found are explained, so the next round measures the rest against a
+    background without them (a cause that struck 40 jobs of one host at once does not make the same cause in 4
+    jobs of another host look common); the first round alone decides whether there is any incident at all."""
     exposure = Exposure(fleet)
-    with_cause = _with_cause(fleet)
+    groups = _groups(fleet, window)
+    jobs_with = _jobs_with(fleet)
+    explained: set[str] = set()
+    found: list[_Candidate] = []
+    for _ in range(rounds):
+        chosen = _round(groups, exposure, jobs_with, explained, len(fleet.jobs), window, min_jobs, false_alarm)
+        if not chosen:
+            break
+        found += chosen
+        explained |= {hit.bundle_id for candidate in chosen for hit in candidate.hits}
+    joiners = _groups(fleet, window, joined=True)
+    return [_incident(c, _joining(c, joiners.get((c.cause, c.resource), []), window, explained)) for c in found]
+
+
+def _round(groups, exposure, jobs_with, explained, jobs, window, min_jobs, false_alarm) -> list[_Candidate]:
+    """One pass over every window, against the fleet less the `explained` jobs."""
+    size = jobs - len(explained)
+    with_cause = {cause: len(bundles - explained) for cause, bundles in jobs_with.items()}
     least: list[float] = []
     candidates: list[_Candidate] = []
-    for (cause, resource), hits in _groups(fleet, window).items():
+    for (cause, resource), every in groups.items():
+        hits = [h for h in every if h.bundle_id not in explained]
         end = 0
         for first, hit in enumerate(hits):
             end = max(end, first)
@@ -148,18 +182,34 @@ def detect(
             exposed = max(exposure.count(resource, hit.time, hit.time + window), len(inside))
             least.append(least_chance(exposed, with_cause[cause], size))
             observed = len(inside)
-            if observed < min_jobs or all(h.joined for h in inside):
+            if observed < min_jobs:
                 continue
             if observed <= expected(exposed, with_cause[cause], size):
                 continue  # no more than the background: never an incident
             odds = chance(observed, exposed, with_cause[cause], size)
-            candidates.append(_Candidate(resource, cause, inside, exposed, with_cause[cause], odds, hits, first))
+            candidates.append(_Candidate(resource, cause, inside, exposed, with_cause[cause], odds, hits, first, size))
     limit = threshold(least, false_alarm)
-    chosen = _choose([c for c in candidates if c.chance <= limit], window)
-    return [_incident(_widened(c, window, exposure, size), also, size) for c, also in chosen]
+    chosen = []
+    for candidate, also in _choose([c for c in candidates if c.chance <= limit], window):
+        chosen.append(_widened(candidate, window, exposure))
+        chosen[-1].also = also
+    return chosen
 
 
-def _widened(candidate: _Candidate, window: timedelta, exposure: Exposure, size: int) -> _Candidate:
+def _joining(candidate: _Candidate, joiners: list[_Hit], window: timedelta, explained: set[str]) -> list[_Hit]:
+    """The jobs on the resource that show only a symptom the cause explains, within the incident's window."""
+    start, end = candidate.hits[0].time, max(h.time for h in candidate.hits)
+    members = {h.bundle_id for h in candidate.hits}
+    times = [h.time for h in joiners]
+    found = []
+    for hit in joiners[bisect.bisect_left(times, end - window) : bisect.bisect_right(times, start + window)]:
+        if hit.bundle_id not in members and hit.bundle_id not in explained:
+            members.add(hit.bundle_id)
+            found.append(hit)
+    return found
+
+
+def _widened(candidate: _Candidate, window: timedelta, exposure: Exposure) -> _Candidate:
     """The chosen window with the group's earlier hits that still fit in one window's length with its last hit
     (a window that scored best from its second sighting still names the first job), scored again."""
     last = max(h.time for h in candidate.hits)
@@ -177,8 +227,10 @@ def _widened(candidate: _Candidate, window: timedelta, exposure: Exposure, size:
     hits = extra[::-1] + candidate.hits
     start = hits[0].time
     exposed = max(exposure.count(candidate.resource, start, start + window), len(hits))
-    odds = chance(len(hits), exposed, candidate.with_cause, size)
-    return _Candidate(candidate.resource, candidate.cause, hits, exposed, candidate.with_cause, odds)
+    odds = chance(len(hits), exposed, candidate.with_cause, candidate.fleet)
+    return _Candidate(
+        candidate.resource, candidate.cause, hits, exposed, candidate.with_cause, odds, fleet=candidate.fleet
+    )
 
 
 def _choose(candidates: list[_Candidate], window: timedelta) -> list[tuple[_Candidate, list[Resource]]]:
@@ -208,9 +260,8 @@ def _choose(candidates: list[_Candidate], window: timedelta) -> list[tuple[_Cand
     return chosen
 
 
-def _incident(candidate: _Candidate, also: list[Resource], size: int) -> Incident:
+def _incident(candidate: _Candidate, joiners: list[_Hit]) -> Incident:
     hits = candidate.hits
-    sighted = {h.bundle_id for h in hits if not h.joined}
     return Incident(
         kind=candidate.resource[0],
         key=candidate.resource[1],
@@ -218,16 +269,16 @@ def _incident(candidate: _Candidate, also: list[Resource], size: int) -> Inciden
         cause=candidate.cause[1],
         start=hits[0].time,
         end=max(h.time for h in hits),
-        bundles=sorted({h.bundle_id for h in hits}),
-        joined=sorted({h.bundle_id for h in hits} - sighted),
-        rules=sorted({h.rule for h in hits}),
+        bundles=sorted({h.bundle_id for h in hits + joiners}),
+        joined=sorted({h.bundle_id for h in joiners}),
+        rules=sorted({h.rule for h in hits + joiners}),
         observed=len(hits),
         exposed=candidate.exposed,
         with_cause=candidate.with_cause,
-        fleet=size,
-        expected=expected(candidate.exposed, candidate.with_cause, size),
+        fleet=candidate.fleet,
+        expected=expected(candidate.exposed, candidate.with_cause, candidate.fleet),
         chance=candidate.chance,
-        also=sorted(also),
+        also=sorted(candidate.also),
     )
 
 

@@ -5,9 +5,10 @@ resources of its findings (a host; the storage authority, ZooKeeper quorum or Ka
 the job is configured with); a cause derived from an exception chain, at its first time on its host. A root cause
 counts for its rule and for its category.
 
-A cause also counts in jobs that show only what it explains (the rules and categories of its rule's `explains`):
-a job's root cause, or a symptom its own diagnosis leaves unexplained, joins the incidents of the causes that
-would explain it (a job that lost its ZooKeeper session without logging why joins the quorum's outage).
+A cause also counts in jobs that show only a symptom it explains (the rules and categories of its rule's
+`explains`): a symptom that its job's own diagnosis leaves unexplained joins the incidents of the causes that
+would explain it (a job suspended after losing ZooKeeper, without a line saying why, joins the quorum's outage).
+A root cause joins no other: it is the job's own answer.
 
 Generic findings never count on their own, nor join: the failure evidence every failure leaves (a failed task, a
 restart, an exhausted restart strategy, an uncaught exception: `failure_rules` of knowledge/exceptions.yaml),
@@ -149,12 +150,15 @@ def from_lake(bundles: list[dict], diagnoses: list[dict], findings: list[dict], 
         if bundle not in jobs or rule in generic:
             continue
         if rule in roots[bundle]:
-            causes = _own(rule, row["category"], generic)
+            sighting = Sighting(
+                bundle, rule, _time(row.get("time")), _resources(row), _own(rule, row["category"], generic)
+            )
         elif row.get("role") == "symptom" and bundle in failed and rule not in chained[bundle]:
-            causes = ()  # a symptom its job leaves unexplained: it only joins the causes that explain it
+            # a symptom its job leaves unexplained: it only joins the causes that explain it
+            joined = explained_by.get(rule, ())
+            sighting = Sighting(bundle, rule, _time(row.get("time")), _resources(row), (), joined)
         else:
             continue
-        joined = tuple(c for c in explained_by.get(rule, ()) if c not in causes)
-        if causes or joined:
-            fleet.sightings.append(Sighting(bundle, rule, _time(row.get("time")), _resources(row), causes, joined))
+        if sighting.causes or sighting.joined:
+            fleet.sightings.append(sighting)
     return fleet
