@@ -1,5 +1,5 @@
 """The shared infrastructure a bundle or a finding points at: host, storage (the HDFS/S3 authority of a path),
-ZooKeeper quorum, Kafka cluster. These are the keys recurrence groups findings by."""
+ZooKeeper quorum, Kafka cluster. The resources shared incidents are found on."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from ..sources.ingest import Source
 
-AUTHORITY = re.compile(r"^(hdfs|viewfs|s3a?|s3n|gs|abfss?|oss|wasbs?)://([^/\s'\"]+)", re.I)
+# the user-info of a URL (`s3a://KEY:SECRET@bucket`) is no part of the storage's identity, and never kept
+AUTHORITY = re.compile(r"^(hdfs|viewfs|s3a?|s3n|gs|abfss?|oss|wasbs?)://(?:[^/@\s]*@)?([^/\s'\"@]+)", re.I)
 STORAGE_KEYS = (
     "state.checkpoints.dir",
     "execution.checkpointing.dir",
