@@ -283,15 +283,19 @@ class Fleet:
 
 
 def default_incidents(size: int) -> list[tuple[str, int]]:
-    """The strengths in order, kinds in turn, while the planted jobs stay within a quarter of the fleet; a
-    fleet of 10,000 gets the whole ladder three times."""
-    planted, budget = [], size // 4
-    for number in range(3 * len(STRENGTHS)):
-        strength = STRENGTHS[number % len(STRENGTHS)]
-        if strength > budget:
-            break
-        planted.append((KINDS[number % len(KINDS)], strength))
-        budget -= strength
+    """Strengths up to an eighth of the fleet, from both ends of that range in turn (2, 50, 3, 40, ...), kinds in
+    turn, each taken while the planted jobs stay within a quarter of the fleet; at most three passes: a small
+    fleet gets weak and strong incidents, a fleet of 10,000 every strength on every kind of resource."""
+    ladder = [strength for strength in STRENGTHS if strength <= max(2, size // 8)]
+    half = (len(ladder) + 1) // 2
+    order = [s for pair in zip(ladder[:half], ladder[::-1][:half], strict=True) for s in pair][: len(ladder)]
+    planted: list[tuple[str, int]] = []
+    budget = size // 4
+    for number in range(3 * len(order)):
+        strength = order[number % len(order)]
+        if strength <= budget:
+            planted.append((KINDS[len(planted) % len(KINDS)], strength))
+            budget -= strength
     return planted
 
 

@@ -7,12 +7,13 @@ sightings that are each close to the last). Each candidate is scored against the
 many jobs ran on the resource during the window, how many jobs of the fleet show the cause at all. A candidate
 whose chance is below the threshold shared by every window tested is an incident.
 
-Candidates are taken best first: causes by rule before causes by category (the more specific name), and within
-each, the least likely first. A candidate that shares a job and a window with an incident already taken is the
-same incident: when it holds the same jobs seen through another resource (the storage and the host of a one-host
-cluster), that resource is added to the incident; otherwise it is dropped. Then the jobs of the incidents found
-are explained away and the rest is measured again without them, for a few rounds. Last, the jobs on the resource
-that show only a symptom the cause explains join each incident (they never count in its score).
+Candidates are taken least likely first (at equal chance, by rule before by category: the more specific name; the
+same jobs are never more likely by rule than by category, whose rate is higher). A candidate that shares a job and
+a window with an incident already taken is the same incident: when it holds the same jobs seen through another
+resource (the storage and the host of a one-host cluster), that resource is added to the incident; otherwise it is
+dropped. Then the jobs of the incidents found are explained away and the rest is measured again without them, for a
+few rounds. Last, the jobs on the resource that show only a symptom the cause explains join each incident (they
+never count in its score).
 
 Cost per round: sorting the sightings, then two-pointer windows and binary searches, so linear in jobs and
 sightings up to a logarithm.
@@ -175,6 +176,8 @@ def _round(groups, exposure, jobs_with, explained, jobs, window, min_jobs, false
         hits = [h for h in every if h.bundle_id not in explained]
         end = 0
         for first, hit in enumerate(hits):
+            if first and hits[first - 1].time == hit.time:
+                continue  # the window from this moment is already scored, with every hit of the moment
             end = max(end, first)
             while end + 1 < len(hits) and hits[end + 1].time - hit.time <= window:
                 end += 1
@@ -234,10 +237,11 @@ def _widened(candidate: _Candidate, window: timedelta, exposure: Exposure) -> _C
 
 
 def _choose(candidates: list[_Candidate], window: timedelta) -> list[tuple[_Candidate, list[Resource]]]:
-    """Best first (rule before category, then least likely, most jobs, earliest); one incident per job and window."""
+    """Least likely first (then most jobs, by rule before by category, earliest); one incident per job and
+    window."""
     order = sorted(
         candidates,
-        key=lambda c: (LEVELS.index(c.cause[0]), c.chance, -len(c.hits), c.hits[0].time, c.resource, c.cause),
+        key=lambda c: (c.chance, -len(c.hits), LEVELS.index(c.cause[0]), c.hits[0].time, c.resource, c.cause),
     )
     chosen: list[tuple[_Candidate, list[Resource]]] = []
     claims: dict[str, list[int]] = defaultdict(list)  # bundle -> chosen incidents holding it
