@@ -226,3 +226,17 @@ def test_one_category_of_several_rules_is_one_incident(rules):
     assert [(i.level, i.cause, i.bundles) for i in found] == [("category", "host-stall", sorted(on_h0))]
     assert found[0].rules == ["kernel-hung-task", "kernel-soft-lockup"]
     assert (found[0].observed, found[0].exposed, found[0].with_cause, found[0].fleet) == (6, 10, 6, 200)
+
+
+def test_a_cause_that_is_the_jobs_own_is_never_shared_by_its_host(rules):
+    """The lab's own runs: four heap OOMs, the fleet's only ones, on one host within minutes (the lab ran them one
+    after the other). A host cannot give jobs a heap OOM; it can stall them: the same pattern of lockups is an
+    incident."""
+    bundles = [bundle(f"j{i:03d}", "h0", T0 + timedelta(minutes=2 * i), hours=1 / 60) for i in range(66)]
+    jobs = [b["bundle_id"] for b in bundles][:4]
+    at = [T0 + timedelta(minutes=2 * i, seconds=30) for i in range(4)]
+    for rule, category, shared in (("jvm-heap-oom", "jvm-heap-oom", False), ("kernel-soft-lockup", "host-stall", True)):
+        diagnoses = [root(b, rule, category) for b in jobs]
+        findings = [finding(b, rule, category, "cause", t, "h0") for b, t in zip(jobs, at, strict=True)]
+        found = detect(from_lake(bundles, diagnoses, findings, rules))
+        assert [i.bundles for i in found] == ([sorted(jobs)] if shared else []), rule

@@ -26,6 +26,25 @@ KAFKA_TEXT = re.compile(
 STORAGE_CATEGORIES = ("checkpoint-storage", "hdfs", "savepoint")
 ZK_CATEGORIES = ("zookeeper", "ha-")
 KAFKA_CATEGORIES = ("kafka",)
+# categories whose cause is the job's own (its code, classpath, configuration, state, heap): a host cannot share
+# it with the other jobs it runs, so jobs on one host showing it are never a shared incident of that host
+JOB_CATEGORIES = frozenset(
+    {
+        "user-code-error",
+        "serialization-error",
+        "dependency-conflict",
+        "config-invalid",
+        "state-restore-incompatible",
+        "state-size-limit",
+        "jvm-heap-oom",
+        "jvm-metaspace-oom",
+        "checkpoint-declined",
+        "kafka-transaction-timeout",
+        "network-buffers-insufficient",
+        "connector-error",
+        "other",
+    }
+)
 
 
 def authority(path: str | None) -> str | None:

@@ -10,6 +10,9 @@ A cause also counts in jobs that show only a symptom it explains (the rules and 
 would explain it (a job suspended after losing ZooKeeper, without a line saying why, joins the quorum's outage).
 A root cause joins no other: it is the job's own answer.
 
+A cause that is the job's own (its code, classpath, configuration, state or heap: infra.JOB_CATEGORIES) is never
+sighted on a host: a host does not share it with the other jobs it runs.
+
 Generic findings never count on their own, nor join: the failure evidence every failure leaves (a failed task, a
 restart, an exhausted restart strategy, an uncaught exception: `failure_rules` of knowledge/exceptions.yaml),
 declined checkpoints (the decline's own exception is the diagnosis), context findings, and derived causes of
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..knowledge.rulebook import Rule
+from .infra import JOB_CATEGORIES
 
 KINDS = ("host", "storage", "zookeeper", "kafka")
 GENERIC_CATEGORIES = frozenset({"checkpoint-declined", "other"})
@@ -91,7 +95,9 @@ def _own(rule: str, category: str, generic: frozenset[str]) -> tuple[Cause, ...]
 
 
 def _resources(row: dict) -> tuple[Resource, ...]:
-    return tuple((kind, row[kind]) for kind in KINDS if row.get(kind))
+    """The resources a finding points at; not its host when its category is the job's own."""
+    shared = [kind for kind in KINDS if row.get(kind) and not (kind == "host" and row["category"] in JOB_CATEGORIES)]
+    return tuple((kind, row[kind]) for kind in shared)
 
 
 def _time(value) -> datetime | None:
@@ -141,7 +147,7 @@ def from_lake(bundles: list[dict], diagnoses: list[dict], findings: list[dict], 
                     row["bundle_id"],
                     row["rule"],
                     _time(row.get("first_seen")),
-                    (("host", row["host"]),) if row.get("host") else (),
+                    _resources(row),
                     (("category", row["category"]),),
                 )
             )
