@@ -60,7 +60,7 @@ class Timeline:
     width: int = WIDTH
     height: int = 0
     lanes: list[tuple[float, str]] = field(default_factory=list)
-    ticks: list[tuple[float, str]] = field(default_factory=list)
+    ticks: list[tuple[float, str, str]] = field(default_factory=list)  # x, label, text-anchor
     bars: list[dict] = field(default_factory=list)
     span: str = ""
 
@@ -81,7 +81,7 @@ def timeline(incidents: list[dict]) -> Timeline:
         lanes.setdefault(f"{incident['kind']} {incident['key']}", len(lanes))
     first, last = min(p[0] for p in placed), max(p[1] for p in placed)
     seconds = (last - first).total_seconds() or 1.0
-    right = WIDTH - 20
+    right = WIDTH - 50  # room for the last bar's label
 
     def x(at: datetime) -> float:
         return round(LABEL + (at - first).total_seconds() / seconds * (right - LABEL), 1)
@@ -89,7 +89,7 @@ def timeline(incidents: list[dict]) -> Timeline:
     drawn.height = TOP + LANE * len(lanes) + 10
     drawn.lanes = [(TOP + LANE * i + LANE / 2, name) for name, i in lanes.items()]
     moments = [first + (last - first) * (i / 4) for i in range(5)]
-    drawn.ticks = [(x(at), f"{at:%m-%d %H:%M}") for at in moments]
+    drawn.ticks = [(x(at), f"{at:%m-%d %H:%M}", "end" if i == 4 else "middle") for i, at in enumerate(moments)]
     drawn.span = f"{first:%Y-%m-%d %H:%M:%S} to {last:%Y-%m-%d %H:%M:%S} UTC"
     for start, end, incident in placed:
         left = x(start)
