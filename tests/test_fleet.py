@@ -1,20 +1,24 @@
-"""Fleet: a generated fleet of recorded bundles (tests/fleetgen.py) diagnosed in one Spark application; the lake,
-the report, recurrence (exactly the planted shared incidents), the query and the incremental re-run."""
+"""Fleet: generated fleets of recorded bundles (tests/fleetgen.py) diagnosed in one Spark application: the lake,
+every bundle's answer, the planted shared incidents found with exactly their jobs, a background-only fleet with
+none, the views (the terminal at 80 columns, the HTML's filter in a browser), the query and the incremental re-run.
+The detector's own cases, with the score worked out by hand, are in test_fleet_incidents.py (no Spark)."""
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fleetgen import WEEK_START, generate
+from fleetgen import generate
 
 from flinkdoctor.fleet import lake
 from flinkdoctor.fleet.infra import authority, quorum
 from flinkdoctor.fleet.query import jobs_with, parse_time
-from flinkdoctor.fleet.recurrence import detect
-from flinkdoctor.fleet.report import build, render_html, render_json, render_terminal
+from flinkdoctor.fleet.report import build
+from flinkdoctor.fleet.views import render_html, render_json, render_terminal
 from flinkdoctor.sources.classify import host_from_path
 
 
@@ -27,14 +31,21 @@ def wc_lines(folder: Path) -> int:
     return total
 
 
+PLANTED = [("host", 8), ("storage", 8), ("zookeeper", 8)]
+
+
 @pytest.fixture(scope="module")
 def fleet(spark, rules, tmp_path_factory):
     from flinkdoctor.fleet.run import run_fleet
 
     base = tmp_path_factory.mktemp("fleet")
-    plan = generate(base / "root", 16)
+    plan = generate(base / "root", 60, incidents=PLANTED)
     result = run_fleet([base / "root"], base / "lake", rules, spark=spark, work_dir=base / "work")
     return base, plan, result
+
+
+def planted(plan: dict, kind: str) -> dict:
+    return next(i for i in plan["incidents"] if i["kind"] == kind)
 
 
 def test_every_bundle_in_the_lake_with_its_lines_counted(fleet):
@@ -47,6 +58,8 @@ def test_every_bundle_in_the_lake_with_its_lines_counted(fleet):
             assert row["status"] == "failed" and "Compressed file ended" in row["reason"]
         else:
             assert row["status"] == "ok" and row["verdict"]
+            # the logs' span holds every finding's time (the kept events hold the findings)
+            assert row["log_start"] <= row["first_time"] <= row["last_time"] <= row["log_end"], name
         if (base / "root" / name).is_dir():
             assert row["lines"] == wc_lines(base / "root" / name), name
     assert {row["run"] for row in rows.values()} == {result.run}
@@ -55,60 +68,183 @@ def test_every_bundle_in_the_lake_with_its_lines_counted(fleet):
 def test_findings_events_and_diagnoses_per_bundle(fleet):
     base, plan, _ = fleet
     bundles = {r["bundle_id"]: r["name"] for r in lake.read(base / "lake", "bundles")}
-    storage_jobs = set(plan["incidents"][0]["jobs"])
+    storage = planted(plan, "storage")
     diagnoses = lake.read(base / "lake", "diagnoses")
     first = {bundles[d["bundle_id"]]: d["rule"] for d in diagnoses if d["rank"] == 1}
-    assert all(first[job] == "checkpoint-stream-close-failed" for job in storage_jobs)
-    assert all(first[job] == "kernel-soft-lockup" for job in plan["incidents"][1]["jobs"])
+    for kind in ("host", "storage", "zookeeper"):
+        assert {first[job] for job in planted(plan, kind)["jobs"]} == {planted(plan, kind)["cause"]}, kind
+    for name, recording in plan["recordings"].items():
+        if recording.startswith("healthy-") and name not in {
+            j for i in plan["incidents"] + plan["decoys"] for j in i["jobs"]
+        }:
+            assert name not in first, name  # a healthy run re-hosted and re-configured stays healthy
     findings = lake.read(base / "lake", "findings")
     close = [
-        f for f in findings if f["rule"] == "checkpoint-stream-close-failed" and bundles[f["bundle_id"]] in storage_jobs
+        f
+        for f in findings
+        if f["rule"] == "checkpoint-stream-close-failed" and bundles[f["bundle_id"]] in storage["jobs"]
     ]
-    assert {f["storage"] for f in close} == {plan["incidents"][0]["key"]}
+    assert {f["storage"] for f in close} == {storage["key"]}
+    quorums = {
+        f["zookeeper"]
+        for f in findings
+        if f["rule"] == "zookeeper-client-session-timeout"
+        and bundles[f["bundle_id"]] in planted(plan, "zookeeper")["jobs"]
+    }
+    assert quorums == {planted(plan, "zookeeper")["key"]}
     events = lake.read(base / "lake", "events", ["bundle_id", "path", "line", "text"])
     for finding in close:  # the finding's line is in an event kept in the lake, at the same file line or after
         own = [e for e in events if e["bundle_id"] == finding["bundle_id"] and e["path"] == finding["path"]]
         assert any(e["line"] <= finding["line"] and "Could not flush and close" in e["text"] for e in own)
 
 
-def test_recurrence_finds_exactly_the_planted_incidents(fleet):
+def test_planted_incidents_are_found_with_exactly_their_jobs(fleet):
     base, plan, _ = fleet
     report = build(base / "lake")
-    found = [{"kind": i.kind, "key": i.key, "jobs": i.jobs} for i in report.incidents]
-    assert found == plan["incidents"]
+    found = sorted(({"kind": i.kind, "key": i.key, "jobs": i.jobs} for i in report.incidents), key=str)
+    assert found == sorted(({k: i[k] for k in ("kind", "key", "jobs")} for i in plan["incidents"]), key=str)
+    for incident in report.incidents:
+        wanted = next(i for i in plan["incidents"] if i["kind"] == incident.kind)
+        assert (incident.level, incident.cause, incident.observed) == ("rule", wanted["cause"], wanted["strength"])
+        assert incident.expected < 2 and incident.chance < 1e-3 and incident.fleet == len(plan["bundles"]) - 1
+        assert incident.exposed >= incident.observed and incident.with_cause >= incident.observed
+    assert [i.number for i in report.incidents] == [1, 2, 3]
+    assert [i.chance for i in report.incidents] == sorted(i.chance for i in report.incidents)
     causes = {c.rule: len(c.jobs) for c in report.causes}
-    assert causes["checkpoint-stream-close-failed"] == 6  # 4 in the incident, 2 decoys days apart
-    assert causes["kernel-soft-lockup"] == 6  # 3 in the incident, 3 decoys alone
+    decoys = {kind: sum(d["kind"] == kind for d in plan["decoys"]) for kind in ("host", "storage")}
+    strength = {kind: planted(plan, kind)["strength"] for kind in ("host", "storage")}
+    assert causes["kernel-soft-lockup"] == strength["host"] + decoys["host"]  # the decoys: the same cause, not shared
+    assert causes["checkpoint-stream-close-failed"] == strength["storage"] + decoys["storage"]
     assert report.failed == [{"job": plan["failed"][0], "reason": report.failed[0]["reason"]}]
+
+
+def test_every_bundle_has_its_answer(fleet):
+    base, plan, _ = fleet
+    report = build(base / "lake")
+    answers = {a.job: a for a in report.answers}
+    assert sorted(answers) == sorted(plan["bundles"])
+    for number, incident in enumerate(report.incidents, 1):
+        for job in incident.jobs:
+            a = answers[job]
+            assert (a.verdict, a.rule, a.incidents) == ("known-cause", incident.cause, [number])
+            assert a.first_seen and a.host and a.category
+    host = planted(plan, "host")
+    assert {answers[job].host for job in host["jobs"]} == {host["key"]}
+    cut = answers[plan["failed"][0]]
+    assert (cut.status, cut.verdict, cut.rule) == ("failed", None, None) and "Compressed file ended" in cut.reason
+    healthy = [a for a in report.answers if a.verdict == "no-failure"]
+    assert healthy and all(a.rule is None and not a.incidents for a in healthy)
+
+
+@pytest.fixture(scope="module")
+def background(spark, rules, tmp_path_factory):
+    """A fleet of background only: a third of its jobs failing with causes of every recorded kind, and the
+    decoys (one cause on two hosts at once, on one storage hours apart, ...), but nothing shared."""
+    from flinkdoctor.fleet.run import run_fleet
+
+    base = tmp_path_factory.mktemp("background")
+    plan = generate(base / "root", 40, seed=5, incidents=[], background=0.35)
+    run_fleet([base / "root"], base / "lake", rules, spark=spark, work_dir=base / "work")
+    return base, plan
+
+
+def test_a_background_only_fleet_gives_no_incident(background):
+    base, plan = background
+    report = build(base / "lake")
+    failing = [a for a in report.answers if a.verdict not in (None, "no-failure")]
+    assert len({a.rule for a in failing}) >= 8 and len(failing) >= 15  # a background of mixed failures
+    assert report.incidents == []
+
+
+def terminal_text(report, width: int) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=width, color_system=None)
+    render_terminal(report, console)
+    return console.export_text()
 
 
 def test_views(fleet):
     import json
 
-    from rich.console import Console
-
     base, plan, _ = fleet
     report = build(base / "lake")
     data = json.loads(render_json(report))
-    assert data["schema"] == "flinkdoctor.fleet/v1" and len(data["incidents"]) == 2
-    console = Console(record=True, width=200, color_system=None)
-    render_terminal(report, console)
-    text = console.export_text()
-    assert "same storage nn-shared.example.com:8020" in text and "same host worker-h1" in text
+    assert (data["schema"], data["contract_version"]) == ("flinkdoctor.fleet/v1", "1.1")
+    assert len(data["incidents"]) == 3 and len(data["answers"]) == len(plan["bundles"])
+    assert set(data["incidents"][0]) >= {"cause", "observed", "expected", "exposed", "with_cause", "chance", "jobs"}
+    text = terminal_text(report, 200)
+    for incident in plan["incidents"]:
+        assert f"on {incident['kind']} {incident['key']}" in text
     assert plan["failed"][0] in text
     page = render_html(report)
-    assert "<script" not in page and page.count('class="incident"') == 2
-    assert "nn-shared.example.com:8020" in page and plan["failed"][0] in page
-    for job in plan["incidents"][0]["jobs"]:
-        assert job in page
+    assert page.count('class="incident"') == 3 and page.count("<rect ") == 3  # on the timeline too
+    assert page.count("<tr class=") == len(plan["bundles"])  # every bundle's answer in the table
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
+    assert "default-src 'none'" in csp and "script-src 'sha256-" in csp and "unsafe-eval" not in csp
+    assert page.count("<script>") == 1 and 'id="filter"' in page
+
+
+def test_the_terminal_at_80_columns_never_cuts_an_id(fleet):
+    """Today's table cut `zookeeper-client-session-timeout` over two lines at 80 columns."""
+    base, plan, _ = fleet
+    report = build(base / "lake")
+    text = terminal_text(report, 80)
+    lines = text.splitlines()
+    whole = {a.job for a in report.answers} | {a.rule for a in report.answers if a.rule}
+    whole |= {a.category for a in report.answers if a.category} | {i.key for i in report.incidents}
+    assert "zookeeper-client-session-timeout" in whole
+    for line in lines:
+        assert line == line.rstrip(), f"trailing blanks: {line!r}"
+        if len(line) > 80:  # only a single thing that must copy as one: a ZooKeeper quorum
+            assert line.strip() in whole or any(line.strip().startswith(w) for w in whole), line
+    words = {word.strip(",;():") for line in lines for word in line.split()}
+    assert whole <= words, whole - words  # every id, name and key whole on one line
+
+
+def test_the_html_filters_in_a_browser(fleet, tmp_path):
+    """The page's one script runs under its policy and filters the table; nothing is fetched."""
+    from test_browser import CHROMIUM, _browser_or_skip
+
+    sync_api = _browser_or_skip()
+    base, plan, _ = fleet
+    page_file = tmp_path / "fleet.html"
+    page_file.write_text(render_html(build(base / "lake")), encoding="utf-8")
+    problems: list[str] = []
+    with sync_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.on("request", lambda r: problems.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+            page.goto(page_file.as_uri())
+            rows = page.locator("#answers tbody tr")
+            assert rows.count() == len(plan["bundles"])
+            page.check("#in-incident")
+            in_incidents = sum(len(i["jobs"]) for i in plan["incidents"])
+            assert page.locator("#answers tbody tr:not([hidden])").count() == in_incidents
+            assert page.locator("#shown").inner_text() == str(in_incidents)
+            page.uncheck("#in-incident")
+            host = planted(plan, "host")
+            page.fill("#filter", host["key"])
+            assert page.locator("#answers tbody tr:not([hidden])").count() >= len(host["jobs"])
+            page.fill("#filter", plan["failed"][0])
+            assert page.locator("#answers tbody tr:not([hidden])").count() == 1
+        finally:
+            browser.close()
+    assert problems == []
 
 
 def test_query_which_jobs_had_a_category_in_a_range(fleet):
     base, plan, _ = fleet
-    day = WEEK_START + timedelta(days=2)
-    hits = jobs_with(base / "lake", "checkpoint-storage-error", day, day + timedelta(hours=12))
-    assert sorted(h["job"] for h in hits) == plan["incidents"][0]["jobs"]
-    assert len(jobs_with(base / "lake", "checkpoint-storage-error")) == 6  # no range: every job
+    storage = planted(plan, "storage")
+    rows = {r["name"]: r for r in lake.read(base / "lake", "bundles")}
+    start = min(rows[job]["first_time"] for job in storage["jobs"])
+    hits = jobs_with(base / "lake", "checkpoint-storage-error", start, start + timedelta(minutes=10))
+    assert sorted(h["job"] for h in hits) == storage["jobs"]
+    decoys = sum(d["kind"] == "storage" for d in plan["decoys"])
+    assert len(jobs_with(base / "lake", "checkpoint-storage-error")) == len(storage["jobs"]) + decoys  # no range
     assert parse_time("7d", datetime(2026, 11, 23)) == datetime(2026, 11, 16)
 
 
@@ -118,16 +254,17 @@ def test_rerun_processes_only_new_bundles(fleet, spark, rules, tmp_path):
     base, plan, first = fleet
     lake_dir = tmp_path / "lake"
     shutil.copytree(base / "lake", lake_dir)
-    more = generate(tmp_path / "more", 20, seed=99)  # its last runs before the cut archive are healthy
+    more = generate(tmp_path / "more", 20, seed=99, incidents=[], decoys=False)
+    healthy = next(n for n, r in more["recordings"].items() if r.startswith("healthy-") and not n.endswith(".gz"))
     grown = tmp_path / "root"
     shutil.copytree(base / "root", grown)
-    shutil.copytree(tmp_path / "more" / more["bundles"][-2], grown / "job-0901")  # a healthy run, new content
-    shutil.copytree(base / "root" / "job-0001", grown / "job-0001-again")  # same content, another name
+    shutil.copytree(tmp_path / "more" / healthy, grown / "job-0901")  # a healthy run, new content
+    shutil.copytree(base / "root" / "job-00001", grown / "job-00001-again")  # same content, another name
     result = run_fleet([grown], lake_dir, rules, spark=spark, work_dir=tmp_path / "work")
     assert (result.new, result.skipped, result.failed) == (1, len(plan["bundles"]) + 1, 0)
     names = [r["name"] for r in lake.read(lake_dir, "bundles")]
     assert sorted(names) == sorted(plan["bundles"] + ["job-0901"])
-    assert [i.jobs for i in build(lake_dir).incidents] == [i["jobs"] for i in plan["incidents"]]
+    assert sorted(i.jobs for i in build(lake_dir).incidents) == sorted(i["jobs"] for i in plan["incidents"])
 
 
 def test_infrastructure_keys():
@@ -135,25 +272,10 @@ def test_infrastructure_keys():
     assert host_from_path("log/flink-yarn-standalonesession-2-10.0.0.5.out") == "10.0.0.5"
     assert host_from_path("jobmanager.log") is None
     assert authority("hdfs://NN-1:8020/flink/chk-1") == "nn-1:8020"
+    assert authority("s3a://AKIAIOSFODNN7EXAMPLE:wJalr%2Fsecret@bucket-1/chk") == "bucket-1"  # user-info never kept
     assert authority("hdfs:/saas/app/flink/checkpoints") is None
     assert authority("file:///tmp/checkpoints") is None
     assert quorum("zk3:2181, zk1:2181,zk2:2181") == "zk1:2181,zk2:2181,zk3:2181"
-
-
-def test_recurrence_links_within_the_window_and_ignores_healthy_symptoms():
-    t = datetime(2026, 11, 18, 3, 0)
-
-    def row(bundle, minutes, role="cause", host="h1"):
-        return {"bundle_id": bundle, "rule": "r", "role": role, "time": t + timedelta(minutes=minutes), "host": host}
-
-    chained = [row("a", 0), row("b", 10), row("c", 20)]  # each within 15 min of the last: one incident
-    assert [i.bundles for i in detect(chained)] == [["a", "b", "c"]]
-    assert detect([row("a", 0), row("b", 16)]) == []
-    assert detect([row("a", 0), row("b", 1, host="h2")]) == []
-    symptoms = [row("a", 0, "symptom"), row("b", 1, "symptom")]
-    assert detect(symptoms, healthy=frozenset({"b"})) == []
-    assert len(detect(symptoms)) == 1
-    assert detect([row("a", 0, "context"), row("b", 1, "context")]) == []
 
 
 def test_cli_query_and_usage(fleet, capsys):
@@ -164,7 +286,9 @@ def test_cli_query_and_usage(fleet, capsys):
     base, plan, _ = fleet
     main(["fleet", "query", str(base / "lake"), "--had", "kernel-soft-lockup", "--format", "json"])
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 6 and {"worker-h1"} <= {h for r in rows for h in r["hosts"]}
+    decoys = sum(d["kind"] == "host" for d in plan["decoys"])
+    host = planted(plan, "host")
+    assert len(rows) == len(host["jobs"]) + decoys and {host["key"]} <= {h for r in rows for h in r["hosts"]}
     with pytest.raises(SystemExit) as done:
         main(["fleet", "query", str(base / "lake")])
     assert done.value.code == 2
@@ -190,3 +314,26 @@ def test_a_bundle_diagnosed_with_others_gets_the_report_it_gets_alone(spark, rul
     checkpoint_timeout, heap_oom, state = (r.to_dict() for r in together)
     assert checkpoint_timeout["checkpoints"]["jobs"] and checkpoint_timeout["config_audit"]["settings"]
     assert heap_oom["unexplained_errors"] or state["unexplained_errors"]
+
+
+def test_an_older_lake_still_reads(tmp_path):
+    """A lake of the first schema (no log_start / log_end) with a newer run beside it: both read, the older
+    run's new columns null."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first = tmp_path / "bundles" / "run=20261101T000000Z"
+    second = tmp_path / "bundles" / "run=20261102T000000Z"
+    first.mkdir(parents=True)
+    second.mkdir(parents=True)
+    pq.write_table(pa.table({"bundle_id": ["a"], "name": ["job-a"], "status": ["ok"]}), first / "part-0.parquet")
+    start = datetime(2026, 11, 2, 8, 0)
+    pq.write_table(
+        pa.table({"bundle_id": ["b"], "name": ["job-b"], "status": ["ok"], "log_start": [start]}),
+        second / "part-0.parquet",
+    )
+    rows = sorted(lake.read(tmp_path, "bundles", ["bundle_id", "log_start", "log_end", "run"]), key=str)
+    assert rows == [
+        {"bundle_id": "a", "log_start": None, "log_end": None, "run": "20261101T000000Z"},
+        {"bundle_id": "b", "log_start": start, "log_end": None, "run": "20261102T000000Z"},
+    ]

@@ -23,8 +23,11 @@ from conftest import DATA
 from hostile_input import (
     ESCAPES,
     EVIL_PATH,
+    HEADER_SECRET,
+    MARKUP,
     SECRET_VALUES,
     SEED3,
+    URL_SECRETS,
     run_cli,
     true_lines,
 )
@@ -109,6 +112,54 @@ def test_markdown_view_keeps_planted_markup_as_text(hostile):
     assert "<script>" not in rendered and "<img" not in rendered and 'href="http://evil' not in rendered
     assert "\x1b" not in hostile["views"]["markdown"]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered  # shown, as text
+
+
+# -- the fleet report -----------------------------------------------------------------------------------------------
+
+
+def hostile_fleet():
+    """A fleet report whose every string from the input is hostile: bundle names (a folder's name is anything),
+    hosts, a reason quoting an error, a resource key read from a config, the incident's other resources."""
+    from flinkdoctor.fleet.report import Answer, CauseSummary, FleetReport, JobHit, SharedIncident
+
+    job = "job" + MARKUP + ESCAPES + "\u202e"
+    host = "worker" + ESCAPES
+    key = URL_SECRETS[0] + MARKUP
+    answers = [
+        Answer(job, "b1", "ok", "known-cause", "kernel-soft-lockup", "host-stall", False, "2026-11-16T01:08:20Z", host),
+        Answer(job + "2", "b2", "ok", "known-cause", "kernel-soft-lockup", "host-stall", False, None, host),
+        Answer("cut" + MARKUP, "b3", "failed", None, None, None, False, None, None, f"{HEADER_SECRET}{ESCAPES}"),
+    ]
+    incident = SharedIncident(
+        1, "storage", key, "rule", "kernel-soft-lockup", "host-stall", "title", "2026-11-16 01:08:20",
+        "2026-11-16 01:08:20", [job, job + "2"], [job + "2"], ["kernel-soft-lockup"], 2, 0.1, 3, 3, 100, 1e-6,
+        [f"host {URL_SECRETS[1]}{ESCAPES}"],
+    )  # fmt: skip
+    causes = [CauseSummary("kernel-soft-lockup", "host-stall", "t", [JobHit(job, "b1", None, host)])]
+    return FleetReport(3, 2, [{"job": "cut", "reason": HEADER_SECRET}], 0, {"known-cause": 2}, causes, [incident],
+                       answers, 15.0, run={"new": 3})  # fmt: skip
+
+
+def test_fleet_views_mask_secrets_and_keep_input_inert():
+    from rich.console import Console
+
+    from flinkdoctor.fleet.views import render_html, render_json, render_terminal
+
+    report = hostile_fleet()
+    raw = render_json(report)
+    data = json.loads(raw)
+    assert data["answers"][0]["job"] == report.answers[0].job  # exact once parsed
+    assert not any(ch in raw for ch in "\x1b\x07\x9b\u202e")
+    console = Console(record=True, width=80, color_system=None)
+    render_terminal(report, console)
+    text = console.export_text()
+    assert "\x1b" not in text and "\\x1b[2J" in text and "<script>alert(1)</script>" in text
+    html = render_html(report)
+    assert "<script>alert" not in html and "<img src=x" not in html and "\x1b" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and html.count("<script>") == 1
+    for name, view in (("json", raw), ("terminal", text), ("html", html)):
+        for secret in SECRET_VALUES:
+            assert secret not in view, (name, secret)
 
 
 # -- the work dir ------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ class _DefaultRun(click.Group):
 
 @click.group(cls=_DefaultRun)
 def fleet():
-    """Many jobs' bundles in one Spark application: a Parquet lake, top causes, shared incidents."""
+    """Many jobs' bundles in one Spark application: a Parquet lake, every job's answer, shared incidents."""
 
 
 @fleet.command("run")
@@ -35,8 +35,8 @@ def fleet():
 @click.option("--timezone", default="UTC", show_default=True, callback=lambda c, p, v: check_timezone(v))
 @click.option("--year", type=int, callback=lambda c, p, v: check_year(v), help="Year for syslog lines.")
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--window", type=click.IntRange(min=1), default=15, show_default=True, help="Minutes: recurrence.")
-@click.option("--min-jobs", type=click.IntRange(min=2), default=2, show_default=True, help="Jobs: recurrence.")
+@click.option("--window", type=click.IntRange(min=1), default=15, show_default=True, help="Minutes: an incident's.")
+@click.option("--min-jobs", type=click.IntRange(min=2), default=2, show_default=True, help="Jobs: an incident's least.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Root causes listed.")
 @click.option("--max-unpacked", type=click.IntRange(min=1), default=DEFAULT_MAX_UNPACKED, show_default=True)
 @click.option("--master", help="Spark master (default local[*]; spark-submit's when run under it).")
@@ -63,7 +63,8 @@ def fleet_run(roots, lake_dir, fmt, work_dir, timezone, year, rules_dirs, window
         max_unpacked=max_unpacked,
     )
     summary = {"run": result.run, "new": result.new, "skipped": result.skipped, "failed": result.failed}
-    _show(build(lake_dir, timedelta(minutes=window), min_jobs, top, {**summary, "timings": result.timings}), fmt)
+    report = build(lake_dir, timedelta(minutes=window), min_jobs, top, {**summary, "timings": result.timings}, rules)
+    _show(report, fmt)
 
 
 @fleet.command("report")
@@ -72,11 +73,13 @@ def fleet_run(roots, lake_dir, fmt, work_dir, timezone, year, rules_dirs, window
 @click.option("--window", type=click.IntRange(min=1), default=15, show_default=True)
 @click.option("--min-jobs", type=click.IntRange(min=2), default=2, show_default=True)
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
-def fleet_report(lake_dir, fmt, window, min_jobs, top):
+@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False))
+def fleet_report(lake_dir, fmt, window, min_jobs, top, rules_dirs):
     """The fleet report of a lake, without running anything."""
+    from ..knowledge.rulebook import load_rules
     from .report import build
 
-    _show(build(lake_dir, timedelta(minutes=window), min_jobs, top), fmt)
+    _show(build(lake_dir, timedelta(minutes=window), min_jobs, top, rules=load_rules(rules_dirs)), fmt)
 
 
 @fleet.command("query")
@@ -107,7 +110,7 @@ def fleet_query(lake_dir, what, since, until, statement, fmt):
 
 
 def _show(report, fmt: str) -> None:
-    from .report import VIEWS, render_terminal
+    from .views import VIEWS, render_terminal
 
     if fmt in VIEWS:
         click.echo(VIEWS[fmt](report))

@@ -1,5 +1,5 @@
 """The shared infrastructure a bundle or a finding points at: host, storage (the HDFS/S3 authority of a path),
-ZooKeeper quorum, Kafka cluster. These are the keys recurrence groups findings by."""
+ZooKeeper quorum, Kafka cluster. The resources shared incidents are found on."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from ..sources.ingest import Source
 
-AUTHORITY = re.compile(r"^(hdfs|viewfs|s3a?|s3n|gs|abfss?|oss|wasbs?)://([^/\s'\"]+)", re.I)
+# the user-info of a URL (`s3a://KEY:SECRET@bucket`) is no part of the storage's identity, and never kept
+AUTHORITY = re.compile(r"^(hdfs|viewfs|s3a?|s3n|gs|abfss?|oss|wasbs?)://(?:[^/@\s]*@)?([^/\s'\"@]+)", re.I)
 STORAGE_KEYS = (
     "state.checkpoints.dir",
     "execution.checkpointing.dir",
@@ -25,6 +26,25 @@ KAFKA_TEXT = re.compile(
 STORAGE_CATEGORIES = ("checkpoint-storage", "hdfs", "savepoint")
 ZK_CATEGORIES = ("zookeeper", "ha-")
 KAFKA_CATEGORIES = ("kafka",)
+# categories whose cause is the job's own (its code, classpath, configuration, state, heap): a host cannot share
+# it with the other jobs it runs, so jobs on one host showing it are never a shared incident of that host
+JOB_CATEGORIES = frozenset(
+    {
+        "user-code-error",
+        "serialization-error",
+        "dependency-conflict",
+        "config-invalid",
+        "state-restore-incompatible",
+        "state-size-limit",
+        "jvm-heap-oom",
+        "jvm-metaspace-oom",
+        "checkpoint-declined",
+        "kafka-transaction-timeout",
+        "network-buffers-insufficient",
+        "connector-error",
+        "other",
+    }
+)
 
 
 def authority(path: str | None) -> str | None:

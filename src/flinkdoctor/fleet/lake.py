@@ -2,7 +2,8 @@
 started, e.g. run=20261123T081500Z), readable by Spark, DuckDB, pandas or pyarrow.
 
     bundles    one row per bundle seen: its content digest (the key a re-run skips on), status ok | failed |
-               duplicate with the reason, verdict, Flink version, line counts, time range, and the
+               duplicate with the reason, verdict, Flink version, line counts, the time range of its findings
+               (first_time, last_time) and of its logs (log_start, log_end: its kept events), and the
                infrastructure it ran on (hosts, storage authorities, ZooKeeper quorums, Kafka brokers)
     events     the events kept for matching (those holding some rule's literals), with the bundle, source
                path and file line numbers; text masked as in every flinkdoctor output
@@ -10,7 +11,9 @@ started, e.g. run=20261123T081500Z), readable by Spark, DuckDB, pandas or pyarro
                instances, with time, host, job id, storage authority and the line
     diagnoses  the root causes of each bundle, ranked as `diagnose` ranks them
 
-The DDL strings below are the schema; README (Fleet) shows queries.
+The DDL strings below are the schema; README (Fleet) shows queries. Columns are only ever added, so a lake written
+by an older flinkdoctor still reads: its runs show the newer columns as null (`read` and `query` merge the
+schemas of every run). History: 1, the first lake; 2, bundles.log_start and log_end.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ TABLES = {
         "verdict string, flink_version string, files int, lines long, lines_unparsed long, skipped int, "
         "first_time timestamp, last_time timestamp, hosts array<string>, job_ids array<string>, "
         "storage array<string>, zookeeper array<string>, kafka array<string>, root_causes array<string>, "
-        "processed_at timestamp, run string"
+        "processed_at timestamp, log_start timestamp, log_end timestamp, run string"
     ),
     "events": (
         "bundle_id string, sid int, path string, line long, last_line long, time timestamp, level string, "
@@ -50,6 +53,9 @@ def columns(table: str) -> list[str]:
     return [part.strip().split(" ", 1)[0] for part in TABLES[table].split(", ")]
 
 
+_names = columns  # `read` has a parameter of that name
+
+
 def append(spark, lake: str | Path, table: str, rows: list[dict]) -> None:
     """Append rows (dicts with every column) as a new `run` partition."""
     if rows:
@@ -59,11 +65,23 @@ def append(spark, lake: str | Path, table: str, rows: list[dict]) -> None:
 
 
 def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=None) -> list[dict]:
-    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table); [] when it is absent."""
+    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table); [] when it is absent. A
+    column that older runs lack is null in their rows; one that no run has yet is null in every row."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     path = table_path(lake, table)
     if not path.is_dir():
         return []
     data = ds.dataset(str(path), format="parquet", partitioning="hive")
-    return data.to_table(columns=columns, filter=filter).to_pylist()
+    wanted = columns or _names(table)
+    if not set(wanted) <= set(data.schema.names):  # the first file read is an older run's: merge every file's
+        schema = pa.unify_schemas([fragment.physical_schema for fragment in data.get_fragments()])
+        schema = schema.append(pa.field("run", pa.string()))
+        data = ds.dataset(str(path), schema=schema, format="parquet", partitioning="hive")
+    present = [name for name in wanted if name in data.schema.names]
+    rows = data.to_table(columns=present, filter=filter).to_pylist()
+    missing = [name for name in wanted if name not in present]
+    for row in rows:
+        row.update(dict.fromkeys(missing))
+    return rows

@@ -65,5 +65,5 @@ def sql(spark, lake_dir: str | Path, statement: str):
     for table in lake.TABLES:
         path = lake.table_path(lake_dir, table)
         if path.is_dir():
-            spark.read.parquet(str(path)).createOrReplaceTempView(table)
+            spark.read.option("mergeSchema", "true").parquet(str(path)).createOrReplaceTempView(table)
     return spark.sql(statement)

@@ -1,23 +1,30 @@
-"""The fleet report: one model built from the lake, and its views (terminal, JSON, HTML; each in
-VIEWS). Top root causes by the number of jobs they hit, with the jobs and times; the likely
-shared-infrastructure incidents; the bundles that could not be read."""
+"""The fleet report: one model built from the lake, shown by the views in views.py (terminal, JSON, HTML).
+
+Every bundle's answer (its verdict, top cause and category, when and on which host it was first seen, or why
+it could not be read); the top root causes by the number of jobs they hit; the shared incidents, least likely
+by chance first, each with the counts it was scored on (incidents.py, score.py).
+
+JSON `flinkdoctor.fleet/v1`, contract_version 1.1. History: 1.0, the first version (incidents were linked runs
+of causes and symptoms); 1.1 (issue #24): incidents are one cause each with their score (`cause`, `level`,
+`observed`, `expected`, `exposed`, `with_cause`, `fleet`, `chance`, `joined`), `answers` holds every bundle's
+answer, `false_alarm`. Fields are only added.
+"""
 
 from __future__ import annotations
 
-import json
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..safety.inert import inert
-from ..safety.masking import mask
+from ..knowledge.rulebook import Rule
 from . import lake
-from .recurrence import DEFAULT_WINDOW, detect
+from .incidents import DEFAULT_WINDOW, Incident, detect, ranked
+from .score import FALSE_ALARM
+from .sightings import from_lake
 
-SCHEMA = "flinkdoctor.fleet/v1"  # v1: first version
-_RAW_UNSAFE = re.compile("[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+SCHEMA = "flinkdoctor.fleet/v1"
+CONTRACT_VERSION = "1.1"
 
 
 @dataclass(frozen=True)
@@ -38,13 +45,42 @@ class CauseSummary:
 
 @dataclass(frozen=True)
 class SharedIncident:
-    kind: str
+    number: int  # its rank: 1 is the least likely by chance
+    kind: str  # host | storage | zookeeper | kafka
     key: str
+    level: str  # rule | category: what `cause` names
+    cause: str
+    category: str
+    title: str
     start: str
     end: str
-    jobs: list[str]
-    rules: list[str]
-    also: list[str]
+    jobs: list[str]  # bundle names
+    joined: list[str]  # of them, those that showed only something the cause explains
+    rules: list[str]  # the rules sighted in its jobs
+    observed: int  # jobs with the cause on the resource in the window
+    expected: float  # at the cause's rate over the fleet
+    exposed: int  # jobs that ran on the resource during the window
+    with_cause: int  # jobs of the fleet with the cause
+    fleet: int
+    chance: float  # of `observed` or more by chance, given the first
+    also: list[str]  # the same jobs seen through other resources
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One bundle's answer, as `diagnose` would give it."""
+
+    job: str
+    bundle_id: str
+    status: str  # ok | failed | duplicate
+    verdict: str | None  # known-cause | derived-cause | no-failure; None when not read
+    rule: str | None  # the top root cause
+    category: str | None
+    derived: bool
+    first_seen: str | None
+    host: str | None
+    reason: str | None = None  # why it could not be read
+    incidents: list[int] = field(default_factory=list)  # numbers of the incidents it is in
 
 
 @dataclass(frozen=True)
@@ -56,46 +92,57 @@ class FleetReport:
     verdicts: dict[str, int]
     causes: list[CauseSummary]
     incidents: list[SharedIncident]
+    answers: list[Answer]
     window_minutes: float
+    false_alarm: float = FALSE_ALARM
     run: dict = field(default_factory=dict)  # this run: new, skipped, failed, timings
 
     def to_dict(self) -> dict:
-        return {"schema": SCHEMA, **asdict(self)}
+        return {"schema": SCHEMA, "contract_version": CONTRACT_VERSION, **asdict(self)}
 
 
 def _iso(time: datetime | None) -> str:
     return time.replace(tzinfo=None).isoformat(sep=" ", timespec="seconds") if time else "-"
 
 
-def build(lake_dir: str | Path, window: timedelta = DEFAULT_WINDOW, min_jobs: int = 2, top: int = 10, run=None):
-    """The fleet report over everything in the lake (every run so far)."""
-    bundles = lake.read(lake_dir, "bundles", ["bundle_id", "name", "status", "reason", "verdict", "hosts"])
+def _when(hit: JobHit) -> tuple:
+    return (hit.first_seen is None, hit.first_seen or "", hit.job)
+
+
+def build(
+    lake_dir: str | Path,
+    window: timedelta = DEFAULT_WINDOW,
+    min_jobs: int = 2,
+    top: int = 10,
+    run=None,
+    rules: list[Rule] | None = None,
+) -> FleetReport:
+    """The fleet report over everything in the lake (every run so far); `rules`: the rulebook the runs used
+    (default: the built-in one), for what each cause explains."""
+    import pyarrow.dataset as ds
+
+    if rules is None:
+        from ..knowledge.rulebook import load_rules
+
+        rules = load_rules()
+    bundles = lake.read(lake_dir, "bundles", [c for c in lake.columns("bundles") if c not in ("path", "run")])
+    diagnoses = lake.read(
+        lake_dir,
+        "diagnoses",
+        ["bundle_id", "rank", "rule", "category", "title", "first_seen", "host", "chain", "derived"],
+    )
+    findings = lake.read(
+        lake_dir,
+        "findings",
+        ["bundle_id", "rule", "category", "role", "time", "host", "storage", "zookeeper", "kafka"],
+        ds.field("role").isin(["cause", "symptom"]),
+    )
     names = {b["bundle_id"]: b["name"] for b in bundles}
-    by_cause: dict[str, dict] = {}
-    hits: dict[str, dict[str, JobHit]] = defaultdict(dict)
-    for row in lake.read(lake_dir, "diagnoses", ["bundle_id", "rule", "category", "title", "first_seen", "host"]):
-        by_cause.setdefault(row["rule"], row)
-        hit = JobHit(names.get(row["bundle_id"], row["bundle_id"]), row["bundle_id"], row["first_seen"], row["host"])
-        hits[row["rule"]].setdefault(row["bundle_id"], hit)
-    causes = [
-        CauseSummary(rule, by_cause[rule]["category"], by_cause[rule]["title"], sorted(jobs.values(), key=_when))
-        for rule, jobs in hits.items()
-    ]
-    causes.sort(key=lambda c: (-len(c.jobs), c.rule))
-    healthy = frozenset(b["bundle_id"] for b in bundles if b["verdict"] == "no-failure")
-    columns = ["bundle_id", "rule", "role", "time", "host", "storage", "zookeeper", "kafka"]
-    incidents = [
-        SharedIncident(
-            i.kind,
-            i.key,
-            _iso(i.start),
-            _iso(i.end),
-            sorted(names.get(b, b) for b in i.bundles),
-            i.rules,
-            [f"{kind} {key}" for kind, key in i.also],
-        )
-        for i in detect(lake.read(lake_dir, "findings", columns), window, min_jobs, healthy)
-    ]
+    found = ranked(detect(from_lake(bundles, diagnoses, findings, rules), window, min_jobs))
+    titles = {rule.id: (rule.category, rule.title) for rule in rules}
+    for row in diagnoses:  # a rule of another rulebook: its category and title as diagnosed
+        titles.setdefault(row["rule"], (row["category"], row["title"]))
+    incidents = [_shared(number, i, names, titles) for number, i in enumerate(found, 1)]
     verdicts: dict[str, int] = defaultdict(int)
     for b in bundles:
         if b["status"] == "ok":
@@ -109,74 +156,81 @@ def build(lake_dir: str | Path, window: timedelta = DEFAULT_WINDOW, min_jobs: in
         ),
         duplicates=sum(b["status"] == "duplicate" for b in bundles),
         verdicts=dict(sorted(verdicts.items())),
-        causes=causes[:top],
+        causes=_causes(diagnoses, names)[:top],
         incidents=incidents,
+        answers=_answers(bundles, diagnoses, found),
         window_minutes=window.total_seconds() / 60,
         run=run or {},
     )
 
 
-def _when(hit: JobHit) -> tuple:
-    return (hit.first_seen is None, hit.first_seen or "", hit.job)
+def _causes(diagnoses: list[dict], names: dict[str, str]) -> list[CauseSummary]:
+    """Root causes by the number of jobs they hit, each job with when and where it was first seen."""
+    by_cause: dict[str, dict] = {}
+    hits: dict[str, dict[str, JobHit]] = defaultdict(dict)
+    for row in diagnoses:
+        by_cause.setdefault(row["rule"], row)
+        hit = JobHit(names.get(row["bundle_id"], row["bundle_id"]), row["bundle_id"], row["first_seen"], row["host"])
+        hits[row["rule"]].setdefault(row["bundle_id"], hit)
+    causes = [
+        CauseSummary(rule, by_cause[rule]["category"], by_cause[rule]["title"], sorted(jobs.values(), key=_when))
+        for rule, jobs in hits.items()
+    ]
+    return sorted(causes, key=lambda c: (-len(c.jobs), c.rule))
 
 
-def render_json(report: FleetReport) -> str:
-    text = mask(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)) or ""
-    return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+def _shared(number: int, incident: Incident, names: dict, titles: dict[str, tuple[str, str]]) -> SharedIncident:
+    if incident.level == "rule":
+        category, title = titles.get(incident.cause, ("other", incident.cause))
+    else:
+        category, title = incident.cause, f"category {incident.cause}"
+    return SharedIncident(
+        number=number,
+        kind=incident.kind,
+        key=incident.key,
+        level=incident.level,
+        cause=incident.cause,
+        category=category,
+        title=title,
+        start=_iso(incident.start),
+        end=_iso(incident.end),
+        jobs=sorted(names.get(b, b) for b in incident.bundles),
+        joined=sorted(names.get(b, b) for b in incident.joined),
+        rules=incident.rules,
+        observed=incident.observed,
+        expected=round(incident.expected, 3),
+        exposed=incident.exposed,
+        with_cause=incident.with_cause,
+        fleet=incident.fleet,
+        chance=float(f"{incident.chance:.3g}"),
+        also=[f"{kind} {key}" for kind, key in incident.also],
+    )
 
 
-def render_terminal(report: FleetReport, console) -> None:
-    """Every string from the input (names, hosts, paths) through inert() into Text, never markup."""
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-
-    def safe(value) -> Text:
-        return Text(inert(mask(str(value)) if value is not None else "-"))
-
-    run = report.run
-    if run:
-        console.print(
-            Text(
-                f"this run: {run.get('new', 0)} new bundles, {run.get('skipped', 0)} already in the lake, "
-                f"{run.get('failed', 0)} failed to read",
-                style="dim",
+def _answers(bundles: list[dict], diagnoses: list[dict], incidents: list[Incident]) -> list[Answer]:
+    """Every bundle's answer, by name: its first root cause, or why it could not be read."""
+    first = {row["bundle_id"]: row for row in diagnoses if row["rank"] == 1}
+    member: dict[str, list[int]] = defaultdict(list)
+    for number, incident in enumerate(incidents, 1):
+        for bundle_id in incident.bundles:
+            member[bundle_id].append(number)
+    answers = []
+    for b in sorted(bundles, key=lambda b: (b["name"], b["bundle_id"])):
+        top = first.get(b["bundle_id"], {})
+        host = top.get("host") or (", ".join(b.get("hosts") or ()) or None)
+        answers.append(
+            Answer(
+                job=b["name"],
+                bundle_id=b["bundle_id"],
+                status=b["status"],
+                verdict=b.get("verdict"),
+                rule=top.get("rule"),
+                category=top.get("category"),
+                derived=bool(top.get("derived")),
+                first_seen=top.get("first_seen"),
+                host=host,
+                reason=b.get("reason"),
+                incidents=member.get(b["bundle_id"], []),
             )
         )
-    verdicts = ", ".join(f"{inert(k)} {v}" for k, v in report.verdicts.items())
-    console.print(
-        Text(f"fleet: {report.bundles} bundles, {report.ok} diagnosed ({verdicts}), {len(report.failed)} unreadable")
-    )
-    for incident in report.incidents:
-        body = Text()
-        body.append(f"{len(incident.jobs)} jobs hit on the same {incident.kind} ")
-        body.append(inert(mask(incident.key)), style="bold")
-        body.append(f" between {incident.start} and {incident.end}\n")
-        body.append("causes and symptoms: " + inert(", ".join(incident.rules)) + "\n")
-        if incident.also:
-            body.append("also seen as: " + inert(mask(", ".join(incident.also))) + "\n")
-        body.append("jobs: " + inert(mask(", ".join(incident.jobs))))
-        console.print(Panel(body, title="Likely shared-infrastructure incident", border_style="red"))
-    if not report.incidents:
-        console.print(Text(f"No cause recurring across jobs within {report.window_minutes:g} minutes.", style="green"))
-    table = Table(title="Top root causes by jobs affected")
-    for column in ("cause", "category", "jobs", "first jobs (first seen, host)"):
-        table.add_column(column, overflow="fold")
-    for cause in report.causes:
-        shown = "; ".join(f"{h.job} ({h.first_seen or '-'}, {h.host or '-'})" for h in cause.jobs[:5])
-        more = f"; and {len(cause.jobs) - 5} more" if len(cause.jobs) > 5 else ""
-        table.add_row(safe(cause.rule), safe(cause.category), Text(str(len(cause.jobs))), safe(shown + more))
-    console.print(table)
-    for failed in report.failed:
-        console.print(Text(f"Unreadable: {inert(failed['job'])}: {inert(failed['reason'])}", style="yellow"))
-
-
-def render_html(report: FleetReport) -> str:
-    """One self-contained page (no script at all), rendered by the diagnose HTML view's autoescaping, inert
-    Jinja2 environment from the JSON view's data, so every string is masked as there."""
-    from ..views.html import _environment
-
-    return _environment().get_template("fleet.html.j2").render(report=json.loads(render_json(report)))
-
-
-VIEWS = {"json": render_json, "html": render_html}  # format -> function(report) -> str; terminal prints to a console
+    return answers

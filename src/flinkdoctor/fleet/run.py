@@ -120,6 +120,8 @@ def _write(
             reports[item.bundle.bundle_id] = (done.findings[position], done.reports[position])
     paths = {s.id: s.path for s in done.manifest.sources} if done else {}
     now = datetime.now(tz.utc).replace(tzinfo=None)
+    owner = {sid: read[b].bundle.bundle_id for sid, b in done.bundle_of.items()} if done is not None else {}
+    spans = _spans(spark, done.events, owner) if done is not None else {}
     finding_rows, diagnosis_rows, bundle_rows = [], [], []
     for item in items:
         bundle = item.bundle
@@ -179,6 +181,8 @@ def _write(
                 "skipped": len(item.manifest.skipped) if item.manifest else 0,
                 "first_time": min(times, default=None),
                 "last_time": max(times, default=None),
+                "log_start": spans.get(bundle.bundle_id, (None, None))[0],
+                "log_end": spans.get(bundle.bundle_id, (None, None))[1],
                 "job_ids": sorted({f.job_id for f in kept if f.job_id}),
                 "root_causes": [root.rule for root in report.root_causes] if report else [],
                 "processed_at": now,
@@ -188,9 +192,22 @@ def _write(
     lake.append(spark, lake_dir, "findings", finding_rows)
     lake.append(spark, lake_dir, "diagnoses", diagnosis_rows)
     if done is not None:
-        owner = {sid: read[b].bundle.bundle_id for sid, b in done.bundle_of.items()}
         _write_events(spark, lake_dir, run, done.events, owner, done.manifest)
     lake.append(spark, lake_dir, "bundles", bundle_rows)
+
+
+def _spans(spark, events, owner: dict[int, str]) -> dict[str, tuple]:
+    """Per bundle, the first and last time of its kept events: when its logs say it ran (the incident detector
+    counts the jobs running on a resource during a window). One small aggregation: a row per source."""
+    from pyspark.sql import functions as F
+
+    spans: dict[str, tuple] = {}
+    for row in events.table(spark).groupBy("sid").agg(F.min("time").alias("a"), F.max("time").alias("b")).collect():
+        if row["a"] is None:
+            continue
+        old = spans.get(owner[row["sid"]], (row["a"], row["b"]))
+        spans[owner[row["sid"]]] = (min(old[0], row["a"]), max(old[1], row["b"]))
+    return spans
 
 
 def _write_events(spark, lake_dir, run: str, events, owner: dict[int, str], manifest: Manifest) -> None:

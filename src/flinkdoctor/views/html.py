@@ -55,8 +55,19 @@ class _Cards:
         return self.index[key]
 
 
+def content_security_policy(script: str) -> str:
+    """The strict policy of every HTML view: nothing from the network, inline styles, and only `script` (by its
+    hash) may run."""
+    script_hash = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'"
+    )
+
+
 @lru_cache(maxsize=1)
-def _environment() -> Environment:
+def environment() -> Environment:
+    """The Jinja2 environment of the HTML views: autoescaped, strict about undefined names, input made inert."""
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 
@@ -74,11 +85,7 @@ def _environment() -> Environment:
 
 
 def render_html(report: Report, generated: datetime | None = None) -> str:
-    script_hash = base64.b64encode(hashlib.sha256(COPY_SCRIPT.encode()).digest()).decode()
-    csp = (
-        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-        f"script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'"
-    )
+    csp = content_security_policy(COPY_SCRIPT)
     cards = _Cards()
     timeline: Timeline = build_timeline(report, cards.anchor)
     for root in report.root_causes:
@@ -89,7 +96,7 @@ def render_html(report: Report, generated: datetime | None = None) -> str:
             cards.anchor(ev, finding.rule)
     data = report.to_dict()
     return (
-        _environment()
+        environment()
         .get_template("report.html.j2")
         .render(
             report=report,
