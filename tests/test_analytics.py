@@ -10,6 +10,7 @@ import json
 import re
 import tarfile
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -339,3 +340,79 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
     for rule, keys in ordered.items():
         picked = {(r["sid"], r["block"], r["first_rel"]) for r in rows if r["rule"] == rule}
         assert picked == set(keys[:3]) | set(keys[-3:])
+
+
+def _job_measures(job: str, sid: int, checkpoints: int, start: datetime):
+    """A job's trigger and completion measures, from the lines the healthy 1.20.3 lab run's JobManager printed
+    (tests/data/lab/1.20.3/healthy.tar.gz: "Triggering checkpoint 1 (type=...) @ 1795345683861 for job ...",
+    "Completed checkpoint 1 for job ... (7387 bytes, checkpointDuration=299 ms, finalizationTime=5 ms).")."""
+    from flinkdoctor.analytics.metrics import Measure
+
+    found = []
+    for n in range(1, checkpoints + 1):
+        at = start + timedelta(seconds=2 * n)
+        epoch = str(int((at - datetime(1970, 1, 1)).total_seconds() * 1000))
+        trigger = (
+            f"Triggering checkpoint {n} (type=CheckpointType{{name='Checkpoint', sharingFilesStrategy="
+            f"FORWARD_BACKWARD}}) @ {epoch} for job {job}."
+        )
+        done = (
+            f"Completed checkpoint {n} for job {job} (7387 bytes, checkpointDuration={20 + n} ms, "
+            "finalizationTime=1 ms)."
+        )
+        found.append(
+            Measure(
+                "checkpoint-triggered",
+                "checkpoint-trigger",
+                sid,
+                2 * n,
+                at,
+                None,
+                trigger,
+                {"checkpoint": str(n), "epoch_ms": epoch, "job": job},
+            )
+        )
+        found.append(
+            Measure(
+                "checkpoint-completed-with-finalization",
+                "checkpoint-completed",
+                sid,
+                2 * n + 1,
+                at + timedelta(milliseconds=20 + n),
+                None,
+                done,
+                {"checkpoint": str(n), "job": job, "bytes": "7387", "duration_ms": str(20 + n)},
+            )
+        )
+    return found
+
+
+def test_many_jobs_each_analysed_as_alone():
+    """A session cluster's JobManager log names thousands of jobs: each job's analysis is the one it has alone
+    (its own points and trigger times), and the cost grows with the points, not with jobs times points."""
+    import time
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.ingest import Manifest
+
+    def run(jobs: int):
+        measures = []
+        for k in range(jobs):
+            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+        began = time.perf_counter()
+        section, _ = analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), {0: "jobmanager.log"})
+        return section, time.perf_counter() - began
+
+    alone, _ = run(1)
+    few, few_s = run(400)
+    many, many_s = run(4000)
+    assert len(few.jobs) == 400 and len(many.jobs) == 4000
+    for job in (few.jobs[0], many.jobs[1234], many.jobs[-1]):
+        assert (job.counts, job.interval, job.percentiles) == (
+            alone.jobs[0].counts,
+            alone.jobs[0].interval,
+            alone.jobs[0].percentiles,
+        )
+    assert job.interval and job.interval.ms == 2000 and job.counts == {"completed": 6}
+    assert many_s < 30 * max(few_s, 0.01)  # 10x the jobs: linear is 10x, the old per-job scan of all points 100x

@@ -92,8 +92,14 @@ def analyse_checkpoints(
     named = {p.job for p in points if p.job != UNKNOWN_JOB} | {job for job, _ in triggers}
     only = next(iter(named)) if len(named) == 1 else None  # a REST answer without a path belongs to the only job
     points += [replace(p, job=only) if only and p.job == UNKNOWN_JOB else p for p in _rest_points(manifest)]
-    jobs = sorted({p.job for p in points} | {job for job, _ in triggers})
-    analyses = [_job(job, [p for p in points if p.job == job], triggers, effective, measures, paths) for job in jobs]
+    by_job: dict[str, list[Point]] = {job: [] for job, _ in triggers}
+    for point in points:  # each job's points and trigger times gathered in one pass: no scan of all per job
+        by_job.setdefault(point.job, []).append(point)
+    started: dict[str, list[tuple[int, datetime]]] = {}
+    for (job, number), at in triggers.items():
+        if number is not None and at:
+            started.setdefault(job, []).append((number, at))
+    analyses = [_job(job, by_job[job], started.get(job, []), effective) for job in sorted(by_job)]
     missing = []
     if not any(p.duration_ms is not None for p in points):
         missing.append(
@@ -209,7 +215,7 @@ def _merge(points: list[Point]) -> list[Point]:
     return merged
 
 
-def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Limit | None, Limit | None]:
+def _limits(points, started: list[tuple[int, datetime]], effective: Effective) -> tuple[Limit | None, Limit | None]:
     timeout = _configured(effective, "execution.checkpointing.timeout")
     if timeout is None:
         waits = sorted(p.duration_ms for p in points if p.status == "expired" and p.duration_ms and p.sid is not None)
@@ -221,7 +227,7 @@ def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Li
             )
     interval = _configured(effective, "execution.checkpointing.interval")
     if interval is None:
-        starts = sorted((n, t) for (j, n), t in triggers.items() if j == job and n is not None and t)
+        starts = sorted(started)
         gaps = [
             (b[1] - a[1]).total_seconds() * 1000 for a, b in zip(starts, starts[1:], strict=False) if b[0] == a[0] + 1
         ]
@@ -282,9 +288,10 @@ def _failures(points: list[Point], interval: Limit | None) -> tuple[FailurePatte
     return FailurePattern(len(failed), periodic, period, [round(g, 1) for g in gaps]), episodes
 
 
-def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, paths) -> JobAnalysis:
+def _job(job: str, raw: list[Point], started: list[tuple[int, datetime]], effective: Effective) -> JobAnalysis:
+    """One job's analysis from its own points and (checkpoint, trigger time) pairs."""
     points = _merge(raw)
-    timeout, interval = _limits(job, points, triggers, effective, paths)
+    timeout, interval = _limits(points, started, effective)
     counts: dict[str, int] = {}
     for p in points:
         if p.stage == "checkpoint":
