@@ -16,10 +16,9 @@ from importlib import resources
 
 from ..errors import RuleError
 from ..knowledge.regexes import checked
-from ..knowledge.rulebook import Signature
+from ..knowledge.rulebook import Signature, required_literals
 from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
 from ..scan.events import block_offsets, file_line
-from ..scan.prefilter import required_literals
 from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"

@@ -6,8 +6,7 @@ header's message, logger or thread, or one exception of the chain). The first si
 captures and the line that matched. Only the signatures the prefilter named for the event (all their literals
 present) are tried, so most events try none.
 
-The metrics' line regexes (analytics/metrics.py) run here too, on each line of the events holding their literals:
-every match is a measure.
+The metrics' line regexes (analytics/metrics.py) are numbered here too; measure.py takes their measures.
 
 The regexes are the rules' Java regexes read by Python's `re` (regexes.python_regex: the dialect the rule loader
 already checks them in). Running them here, where the text already is, instead of in the JVM over the written
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..knowledge.regexes import python_regex
-from ..knowledge.rulebook import Rule, Signature
+from ..knowledge.rulebook import Rule, Signature, required_literals
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
@@ -31,8 +30,6 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
-# a job id elsewhere in an event (a chk-N path), for a measure whose line names none
-JOB_IN_EVENT = re.compile(r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b")
 
 
 @dataclass
@@ -123,25 +120,6 @@ class Matcher:
     def first_metric(self) -> int:
         return min(self.metrics, default=1 << 62)
 
-    def measure(self, text: str, numbers) -> list[dict]:
-        """Every line of the event that a metric named in `numbers` matches: the metric's position, the line's
-        index and text, the captures, and a job id found elsewhere in the event."""
-        if not numbers or numbers[-1] < self.first_metric:
-            return []
-        metrics = [self.metrics[n] for n in numbers if n in self.metrics]
-        found = []
-        for idx, line in enumerate(text.split("\n")):
-            for position, regex, literal in metrics:
-                hit = literal in line and python_regex(regex).search(line)
-                if hit:
-                    captures = [(k, v) for k, v in hit.groupdict().items() if v is not None]
-                    found.append({"metric": position, "idx": idx, "line": line.rstrip(), "captures": captures})
-        if found:
-            job = JOB_IN_EVENT.search(text)
-            for measure in found:
-                measure["job"] = (job.group(1) or job.group(2)) if job else None
-        return found
-
 
 def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matcher:
     """The matcher of `rules` and of the metrics' line regexes, with the prefilter that numbers them (the
@@ -170,7 +148,7 @@ def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matc
     first = sum(len(rule.signatures) for rule in rules)
     metrics = {}
     for i, line in enumerate(metric_lines):  # a line can only match if it holds the regex's longest literal
-        literal = max((prefilter.literals[k] for k in prefilter.signatures[first + i]), key=len, default="")
+        literal = max(required_literals(Signature(text=line)), key=len, default="")
         metrics[first + i] = (i, line, literal)
     return Matcher(prefilter, signatures, metrics)
 

@@ -8,9 +8,10 @@ numbers are relative to the range: the ranges' own line counts, summed on the dr
 numbers (events.file_line).
 
 No Python runs per line: numpy finds the line starts, the layout's header regex runs over Arrow arrays of
-lines (headers.py), Hyperscan scans the raw bytes for one rare literal per signature (prefilter.py), and only
-the events it hits, plus the events at WARN level or above, get their text cut out and checked for all of
-their signatures' literals; secrets in it are masked (masking.py), and the rules are matched on it (matcher.py).
+lines (headers.py), one Hyperscan pass over the raw bytes finds the events each signature's whole regexes can
+match (prefilter.py) and the headers' level words, and only those events, plus the events at WARN level or
+above, get their text cut out; secrets in it are masked (masking.py), their header fields are taken by RE2 over
+all of them at once (re2.py), the rules are matched on them (matcher.py) and the metrics measured (measure.py).
 Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
@@ -20,7 +21,6 @@ header, but no new line, so line numbers and `lines` stay those of the file.
 from __future__ import annotations
 
 import gc
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,14 +29,14 @@ from typing import Any
 
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
-from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_fields, header_test
+from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import Fields, Matcher
-from .prefilter import Prefilter, exact_signatures, rare_hits
+from .measure import measures, measures_type
+from .prefilter import Prefilter, scan
+from .re2 import extract, re2_regex
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
 EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
-WORD = re.compile(r"[A-Za-z]+")
-WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
 OUT_EVENTS = 20_000  # events per Arrow batch written
 ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
 
@@ -236,13 +236,13 @@ class _Events:
         end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
         end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
         end = np.maximum(end, begin)
-        found = rare_hits(prefilter, self.data, self.starts[self.first], self.ends[self.first])
+        hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first])
+        found = {number: hits.signature_events(patterns) for number, patterns in enumerate(prefilter.signatures)}
         keep = np.zeros(len(self.first), dtype=bool)
         for events in found.values():
             keep[events] = True
-        if self.test.warn is not None:  # the level regex only on headers that hold one of its words
-            words = rare_hits(_words(self.test), self.data, self.starts[self.first], self.ends[self.first])
-            heads = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *words.values()]))
+        if self.test.warn is not None:  # the level regex only on headers that hold one of the level words
+            heads = hits.level_words
             heads = heads[self.header[self.first[heads]] & ~keep[heads]]
             keep[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
         keep = np.flatnonzero(keep)
@@ -251,9 +251,9 @@ class _Events:
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, rows, prefilter, matcher)
+            yield self._batch(part, begin, end, found, rows, matcher)
 
-    def _batch(self, keep, begin, end, found, rows, prefilter: Prefilter, matcher: Matcher | None):
+    def _batch(self, keep, begin, end, found, rows, matcher: Matcher | None):
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -262,12 +262,12 @@ class _Events:
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text = _masked(text)
-        sigs = exact_signatures(prefilter, found, rows, text)
+        sigs = _signature_lists(found, rows, len(keep))
         first, part = self.first[keep], self.part
         orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
         n = len(keep)
         fields = _header_fields(part, text, orphan | self.piece[first])
-        matches, measures = _matches(matcher, part, text, sigs, fields)
+        matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
         return pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
@@ -278,21 +278,31 @@ class _Events:
                 pa.array(orphan),
                 sigs,
                 matches,
-                measures,
-                *[pa.array(fields[name], pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
+                measured,
+                *[fields[name] for name in HEADER],
                 text,
             ],
             schema=_schema(),
         )
 
 
-@cache
-def _words(test: HeaderTest) -> Prefilter:
-    """The level words of a layout's WARN test, as a prefilter (one signature per word, in the first line)."""
-    words = sorted(set(WORD.findall(test.warn or "")) & WARN_WORDS_ANY_CASE)
-    return Prefilter(
-        tuple(words), (True,) * len(words), tuple((i,) for i in range(len(words))), tuple(range(len(words)))
-    )
+def _signature_lists(found: dict, rows, n: int):
+    """Per kept event (its row), the signatures it is a candidate of, ascending, as a list<int32> array.
+    `found`: per signature, its candidate events; `rows`: per event, its row (-1: not in this batch)."""
+    import numpy as np
+    import pyarrow as pa
+
+    pairs_row, pairs_sig = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int32)]
+    for number, events in found.items():
+        at = rows[events]
+        at = at[at >= 0]
+        pairs_row.append(at)
+        pairs_sig.append(np.full(len(at), number, dtype=np.int32))
+    row, sig = np.concatenate(pairs_row), np.concatenate(pairs_sig)
+    order = np.lexsort((sig, row))
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(row, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(sig[order], type=pa.int32()))
 
 
 def _read(handle, part: Part, lo: int):
@@ -420,7 +430,7 @@ def _schema():
             ("orphan", pa.bool_()),
             ("sigs", pa.list_(pa.int32())),
             ("matches", _matches_type()),
-            ("measures", _measures_type()),
+            ("measures", measures_type()),
             *[(name, pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
             ("text", pa.string()),
         ]
@@ -445,18 +455,93 @@ def _masked(text):
 HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
-def _header_fields(part: Part, text, headerless) -> dict[str, list]:
+def _header_fields(part: Part, text, headerless) -> dict:
     """Per event, its header's fields by the layout's regex (none for an event without a header), the message
-    the header's own when the layout names none, the level in upper case, the layout's fixed logger."""
+    the header's own when the layout names none, the level in upper case, the layout's fixed logger: Arrow
+    arrays, taken by RE2 over all the events' first lines at once (re2.py; Python's `re` per event only for a
+    layout RE2 cannot read exactly)."""
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0).to_pylist()
-    columns: dict[str, list] = {name: [None] * len(heads) for name in HEADER}
-    columns["message"] = list(heads)
-    if part.layout == "none":
+    heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
+    n = len(heads)
+    columns: dict = {name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER}
+    columns["message"] = heads
+    if part.layout == "none" or not n:
         return columns
+    layout = layout_by_id(part.layout)
+    prefix = _header_prefix(layout.header)
+    if prefix is None:
+        return _header_fields_python(part, heads, headerless)
+    found = extract(heads, prefix)
+    names = {field.name for field in found.type}
+    has_header = pa.array(~np.asarray(headerless, dtype=bool))
+    none = pa.scalar(None, pa.string())
+
+    def field(name: str):  # the group's value where it is not empty and the event has a header
+        if name == "msg":
+            return _rest(heads, found.field(PREFIX))
+        if name not in names:
+            return pa.nulls(n, pa.string())
+        values = found.field(name)
+        return pc.if_else(pc.and_kleene(has_header, pc.not_equal(values, "")), values, none)
+
+    columns["ts"], columns["thread"], columns["host"] = field("ts"), field("thread"), field("host")
+    columns["level"] = pc.utf8_upper(field("level"))
+    columns["logger"] = pc.if_else(
+        has_header, pc.coalesce(field("logger"), pa.scalar(layout.fixed_logger, pa.string())), none
+    )
+    message = field("msg")
+    columns["message"] = pc.if_else(pc.and_kleene(has_header, pc.not_equal(message, "")), message, heads)
+    uptime = field("uptime")
+    at = np.flatnonzero(uptime.is_valid().to_numpy(zero_copy_only=False))
+    if len(at):  # as Python's float() reads them (digits of any script too)
+        values = np.full(n, np.nan)
+        values[at] = [_float(v) if _float(v) is not None else np.nan for v in uptime.take(pa.array(at)).to_pylist()]
+        columns["uptime"] = pa.array(values, pa.float64(), mask=np.isnan(values))
+    return columns
+
+
+PREFIX = "flinkdoctorHeader"  # the group holding what precedes the message
+MESSAGE_TAIL = "(?<msg>.*)$"
+
+
+@cache
+def _header_prefix(header: str) -> str | None:
+    """The layout's header regex without its message, `(?<msg>.*)$`, as one group PREFIX: RE2 takes the
+    fields before the message several times faster without it, and the message is the rest of the line (the
+    rest always matches `.*$`, so the fields are the same). None when the layout's regex does not end so, or RE2
+    cannot read it exactly: Python's `re` takes its fields."""
+    if not header.endswith(MESSAGE_TAIL) or re2_regex(header) is None:
+        return None
+    prefix = f"(?<{PREFIX}>{header[: -len(MESSAGE_TAIL)]})"
+    return prefix if re2_regex(prefix) is not None else None
+
+
+def _rest(heads, prefix):
+    """The rest of each line after its prefix (null where the prefix did not match)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    heads = heads.cast(pa.large_string())
+    offsets = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset : heads.offset + len(heads) + 1]
+    length = pc.fill_null(pc.binary_length(prefix), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    data = heads.buffers()[2] or pa.py_buffer(b"")
+    rest = _spans(data, offsets[:-1] + length, offsets[1:])
+    return pc.if_else(prefix.is_valid(), rest, pa.scalar(None, pa.string()))
+
+
+def _header_fields_python(part: Part, heads, headerless) -> dict:
+    """_header_fields by Python's `re`, per event."""
+    import pyarrow as pa
+
+    values = heads.to_pylist()
+    columns: dict[str, list] = {name: [None] * len(values) for name in HEADER}
+    columns["message"] = list(values)
     fixed = layout_by_id(part.layout).fixed_logger
-    for i, head in enumerate(heads):
+    for i, head in enumerate(values):
         if headerless[i]:
             continue
         fields = header_fields(part.layout, head)
@@ -467,7 +552,9 @@ def _header_fields(part: Part, text, headerless) -> dict[str, list]:
         columns["host"][i] = fields.get("host")
         columns["uptime"][i] = _float(fields.get("uptime"))
         columns["message"][i] = fields.get("msg") or head
-    return columns
+    return {
+        name: pa.array(column, pa.float64() if name == "uptime" else pa.string()) for name, column in columns.items()
+    }
 
 
 def _float(value: str | None) -> float | None:
@@ -477,28 +564,37 @@ def _float(value: str | None) -> float | None:
         return None
 
 
-def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict[str, list]):
+def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict, found: dict, rows):
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
-    metrics' measures of its lines."""
+    metrics' measures of its lines (measure.py, in bulk)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     matches: list = [[] for _ in range(len(text))]
-    measures: list = [[] for _ in range(len(text))]
-    at = np.flatnonzero(pc.list_value_length(sigs).to_numpy(zero_copy_only=False))
-    if matcher is not None and len(at):
-        texts, numbers = text.take(pa.array(at)).to_pylist(), sigs.take(pa.array(at)).to_pylist()
-        for i, one, wanted in zip(at, texts, numbers, strict=True):
-            event = Fields(
-                one, fields["message"][i], fields["level"][i], fields["logger"][i], fields["thread"][i], part.kind
-            )
+    if matcher is None:
+        return pa.array(matches, type=_matches_type()), pa.array(matches, type=measures_type())
+    first_metric = matcher.first_metric
+    offsets = sigs.offsets.to_numpy()
+    numbers = sigs.values.to_numpy()
+    rule_rows = np.unique(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
+    if len(rule_rows):
+        texts = text.take(pa.array(rule_rows)).to_pylist()
+        message, level = (
+            fields["message"].take(pa.array(rule_rows)).to_pylist(),
+            fields["level"].take(pa.array(rule_rows)).to_pylist(),
+        )
+        logger, thread = (
+            fields["logger"].take(pa.array(rule_rows)).to_pylist(),
+            fields["thread"].take(pa.array(rule_rows)).to_pylist(),
+        )
+        for k, i in enumerate(rule_rows.tolist()):
+            wanted = numbers[offsets[i] : offsets[i + 1]]
+            event = Fields(texts[k], message[k], level[k], logger[k], thread[k], part.kind)
             matches[i] = [
                 {"rule": rule, "captures": list(captures.items()), "idx": idx}
-                for rule, captures, idx in matcher.match(event, wanted)
+                for rule, captures, idx in matcher.match(event, wanted[wanted < first_metric].tolist())
             ]
-            measures[i] = matcher.measure(one, wanted)
-    return pa.array(matches, type=_matches_type()), pa.array(measures, type=_measures_type())
+    return pa.array(matches, type=_matches_type()), measures(matcher.metrics, text, found, rows)
 
 
 def _matches_type():
@@ -506,22 +602,6 @@ def _matches_type():
 
     return pa.list_(
         pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
-    )
-
-
-def _measures_type():
-    import pyarrow as pa
-
-    return pa.list_(
-        pa.struct(
-            [
-                ("metric", pa.int32()),
-                ("idx", pa.int32()),
-                ("line", pa.string()),
-                ("captures", pa.map_(pa.string(), pa.string())),
-                ("job", pa.string()),
-            ]
-        )
     )
 
 
