@@ -154,7 +154,10 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, PeakRss, subprocess.Complete
 SPARK_FLOOR = """
 import sys, time
 t0 = time.perf_counter()
-from flinkdoctor.runtime.spark import spark_session
+try:
+    from flinkdoctor.runtime.spark import spark_session
+except ImportError:  # a build before the stage packages (a baseline run)
+    from flinkdoctor.spark import spark_session
 from pyspark.sql import functions as F
 spark = spark_session()
 t1 = time.perf_counter()
@@ -163,7 +166,10 @@ t2 = time.perf_counter()
 print(t1 - t0, t2 - t1, n)
 """
 TRIVIAL_JOB = """
-from flinkdoctor.runtime.spark import spark_session
+try:
+    from flinkdoctor.runtime.spark import spark_session
+except ImportError:
+    from flinkdoctor.spark import spark_session
 print(spark_session().range(10).count())
 """
 SEED = ROOT / "tests" / "data" / "seeds" / "000"
@@ -332,6 +338,7 @@ def main() -> None:
     parser.add_argument("--no-seed", action="store_true", help="skip the seed-sized cold and warm runs")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
     parser.add_argument("--keep", action="store_true", help="reuse bundles already built in --out")
+    parser.add_argument("--label", default="", help="a name for this run's rows in results.jsonl")
     parser.add_argument("--build-only", action="store_true", help="build the bundles (no Spark), measure nothing")
     args = parser.parse_args()
     out = Path(args.out)
@@ -354,7 +361,7 @@ def main() -> None:
     rows = []
     for point, bundle, make, full in axis_points(args, out):
         files = bundle_files(bundle, args.keep, lambda b=bundle, m=make: m(b))
-        rows.append(measure(point, bundle, files, out, py, env, full))
+        rows.append({"label": args.label, **measure(point, bundle, files, out, py, env, full)})
         print(json.dumps(rows[-1]), flush=True)
         log.write(json.dumps(rows[-1]) + "\n")
         log.flush()
