@@ -3,8 +3,13 @@
 A rule matches an event when one of its signatures does: the event is of a source kind the rule reads, its level
 is one the signature names, and each of the signature's regexes finds a match in its field (the whole text, the
 header's message, logger or thread, or one exception of the chain). The first signature that matches gives the
-captures and the line that matched. Only the signatures the prefilter named for the event (all their literals
-present) are tried, so most events try none.
+captures and the line that matched. Only the signatures the prefilter named for the event (each of their regexes
+can match in it) are tried, so most events try none.
+
+Every line is matchable: a `message` regex is tried on the header's message (a headerless event's: its first
+line), and when it does not match there, on each later line of the event that is no stack frame (`at ...`,
+`... N more`), without its leading blanks, in order; the first line it matches is the finding's line. A message
+pasted below a timestamp line, or quoted inside a longer event, is read like a logged one.
 
 The metrics' line regexes (analytics/metrics.py) are numbered here too; measure.py takes their measures.
 
@@ -30,6 +35,8 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
+# a stack frame or the count of frames left out: no message on such a line
+FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
 
 
 @dataclass
@@ -47,6 +54,14 @@ class Fields:
     @cached_property
     def exception(self) -> list[str]:
         return python_regex(EXCEPTION_LINE).findall(self.text)
+
+    @cached_property
+    def message_lines(self) -> list[tuple[int, str]]:
+        """(index, text without leading blanks) of the event's lines below its first that are no stack frame:
+        where a message is looked for when the header's message does not hold it (a pasted or mis-cut text
+        prints its messages on any line)."""
+        lines = self.text.split("\n")
+        return [(i, line.lstrip()) for i, line in enumerate(lines[1:], 1) if line.strip() and not FRAME.match(line)]
 
     def get(self, name: str):
         return getattr(self, name)
@@ -72,6 +87,7 @@ class _Signature:
         if self.levels and event.level not in self.levels:
             return None
         found = {}
+        at = 0  # the line of the message's match
         for key, regex in self.regexes:
             value = event.get(key)
             if value is None:
@@ -82,6 +98,8 @@ class _Signature:
                     return None
                 continue
             hit = pattern.search(value)
+            if hit is None and key == "message":
+                hit, at = next(((h, i) for i, line in event.message_lines if (h := pattern.search(line))), (None, 0))
             if hit is None:
                 return None
             found[key, regex] = hit
@@ -91,7 +109,7 @@ class _Signature:
             if number is None or (gte is not None and number < gte) or (lte is not None and number > lte):
                 return None
         line = found.get(("text", self.line)) if self.line is not None else None
-        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else 0
+        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else at
 
 
 @dataclass(frozen=True)
