@@ -52,18 +52,22 @@ class EventsResult:
     path: str  # events Parquet
     blocks: dict  # sid -> [(block_start, lines)], in file order
     # sid -> {"lines", "unparsed", "events"}; totals: "events", "matched" ((event, rule) matches), "measured"
-    # (lines), "warned" (WARN+)
+    # (lines), "warned" (WARN+), "catalogued" ((event, entry) hits of the failure catalogue)
     stats: dict
     times: Times = field(default_factory=Times)
 
     def table(self, spark):
-        """The events table: what the tasks wrote, with `time` (UTC) parsed from the header's raw time."""
+        """The events table: what the tasks wrote, with `time` (UTC) parsed from the header's raw time, and
+        `last_time` from `last_ts`: the last time of the WARN+ events a row stands for (its `repeats`), else its
+        own."""
         from pyspark.sql import functions as F
 
         stored = spark.read.schema(STORED_SCHEMA).parquet(self.path)
-        columns = [F.col(name) for name in stored.columns if name != "ts"]
+        columns = [F.col(name) for name in stored.columns if name not in ("ts", "last_ts")]
         at = stored.columns.index("measures")
-        return stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:])
+        last = F.coalesce(_time(self.times, "last_ts"), F.col("time"))
+        timed = stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:], "last_ts")
+        return timed.select("*", last.alias("last_time")).drop("last_ts")
 
 
 def plan(
@@ -140,7 +144,7 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     """Lines per range (to number lines), per source its lines, unparsed lines and events, and the totals."""
     blocks: dict[int, list[tuple[int, int]]] = {}
     stats: dict = {s.id: {"lines": 0, "unparsed": 0, "events": 0} for s in sources}
-    totals = dict.fromkeys(("events", "matched", "measured", "warned"), 0)
+    totals = dict.fromkeys(("events", "matched", "measured", "warned", "catalogued"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
         stats[row["sid"]]["lines"] += row["lines"]
@@ -178,8 +182,8 @@ def _sid_in(ids: list[int]):
     return F.expr(f"sid IN ({', '.join(map(str, ids))})") if ids else F.lit(False)
 
 
-def _time(times: Times):
-    """The events' time, parsed from the raw `ts` with each source's layout pattern, in UTC."""
+def _time(times: Times, column: str = "ts"):
+    """The events' time, parsed from the raw `column` (`ts`) with each source's layout pattern, in UTC."""
     from pyspark.sql import functions as F
 
     parsed_any = F.lit(None).cast("timestamp")
@@ -189,7 +193,7 @@ def _time(times: Times):
         layout = layout_by_id(layout_id)
         if not (layout.timed and layout.time_format):
             continue
-        raw = F.regexp_replace(F.col("ts"), r"\s+", " ")
+        raw = F.regexp_replace(F.col(column), r"\s+", " ")
         if layout.year_from_bundle:
             raw = F.concat_ws(" ", F.lit(str(times.bundle_year or 1970)), raw)
         parsed = F.try_to_timestamp(raw, F.lit(layout.time_format))

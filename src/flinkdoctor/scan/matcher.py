@@ -27,6 +27,7 @@ from functools import cached_property
 
 from ..knowledge.regexes import python_regex
 from ..knowledge.rulebook import Rule, Signature, required_literals
+from .catalogue import CatalogueIndex, catalogue_index, default_catalogue
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
@@ -114,11 +115,13 @@ class _Signature:
 
 @dataclass(frozen=True)
 class Matcher:
-    """Every rule's signatures and every metric's line regex, numbered as their prefilter numbers them."""
+    """Every rule's signatures and every metric's line regex, numbered as their prefilter numbers them, and the
+    failure catalogue's index (catalogue.py)."""
 
     prefilter: Prefilter
     signatures: dict[int, _Signature]
     metrics: dict[int, tuple[int, str, str]]  # signature number -> (the metric's position, line regex, a literal)
+    catalogue: CatalogueIndex | None = None
 
     def match(self, event: Fields, numbers) -> list[tuple[str, dict[str, str], int]]:
         """The rules the event matches, in rule order, each with its first matching signature's captures and
@@ -139,9 +142,13 @@ class Matcher:
         return min(self.metrics, default=1 << 62)
 
 
-def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matcher:
+SHIPPED = "shipped"
+
+
+def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = (), catalogue=SHIPPED) -> Matcher:
     """The matcher of `rules` and of the metrics' line regexes, with the prefilter that numbers them (the
-    metrics after every rule, so the rules' numbers do not depend on them)."""
+    metrics after every rule, so the rules' numbers do not depend on them), and of the failure catalogue (the
+    shipped one, another with `entries` of `id` and `regex`, or None)."""
     prefilter = build_prefilter(rules, [Signature(text=line) for line in metric_lines])
     signatures = {}
     for position, (rule, numbers) in enumerate(zip(rules, signature_numbers(rules), strict=True)):
@@ -168,7 +175,8 @@ def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matc
     for i, line in enumerate(metric_lines):  # a line can only match if it holds the regex's longest literal
         literal = max(required_literals(Signature(text=line)), key=len, default="")
         metrics[first + i] = (i, line, literal)
-    return Matcher(prefilter, signatures, metrics)
+    index = catalogue_index(default_catalogue() if catalogue == SHIPPED else catalogue)
+    return Matcher(prefilter, signatures, metrics, index)
 
 
 def _number(value: str | None) -> float | None:

@@ -13,6 +13,7 @@ inside an event is missed, so no event that a regex matches is skipped.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..knowledge.rulebook import Rule, Signature
+from ..runtime.userstate import cached, store
 from .patterns import hyperscan_pattern
 
 # the words a header's level can be at WARN or above (headers.WARN_WORDS), in both cases: found in the same pass
@@ -31,14 +33,15 @@ PREFILTERED = ("text", "message", "exception")  # the fields whose regexes the p
 class Prefilter:
     patterns: tuple[str, ...]  # Hyperscan patterns, numbered by position; first the level words
     signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then the extra ones): its patterns
-    entries: tuple[int, ...] = ()  # per catalogue entry: its pattern (-1: none, the entry is never a candidate)
     words: tuple[str, ...] = field(default=(), compare=False)  # the level words, patterns 0..len(words)-1
+    compiled: bytes | None = field(default=None, repr=False, compare=False)  # the database, serialized
 
 
-def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = (), entries: Sequence[str] = ()) -> Prefilter:
+def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefilter:
     """Number the patterns: the level words, then each regex of the signatures (the `extra` ones, the metrics'
-    lines, after every rule's, so the rules' numbers do not depend on them) and the catalogue `entries`' regexes.
-    A signature's `literal` is a pattern too. The same regex is one pattern, however many use it."""
+    lines, after every rule's, so the rules' numbers do not depend on them). A signature's `literal` is a pattern
+    too. The same regex is one pattern, however many use it. The database is compiled here, on the driver, and
+    its bytes go to the tasks."""
     words = tuple(word for upper in LEVEL_WORDS for word in (upper, upper.lower()))
     ids: dict[str, int] = {re.escape(word): n for n, word in enumerate(words)}
     signatures = []
@@ -49,12 +52,8 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = (), entries:
         if not found:
             raise ValueError(f"a signature whose regexes can all match an empty text: {sig}")
         signatures.append(tuple(sorted(ids.setdefault(p, len(ids)) for p in found)))
-    numbered = []
-    for regex in entries:
-        pattern = hyperscan_pattern(regex)
-        numbered.append(-1 if pattern is None else ids.setdefault(pattern, len(ids)))
     patterns = tuple(sorted(ids, key=ids.__getitem__))
-    return Prefilter(patterns, tuple(signatures), tuple(numbered), words)
+    return Prefilter(patterns, tuple(signatures), words, serialized(patterns))
 
 
 def signature_numbers(rules: list[Rule]) -> list[list[int]]:
@@ -97,7 +96,7 @@ def scan(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
     none = np.zeros(0, dtype=np.int64)
     if not n:
         return Hits(0, {}, none)
-    compiled = database(prefilter.patterns)
+    compiled = database(prefilter)
     if compiled is None:
         return _scan_re2(prefilter, data, begin, first_line_end)
     base = int(begin[0])
@@ -160,16 +159,51 @@ def _scan_re2(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
     return _hits(len(begin), np.concatenate([empty, *which]), np.concatenate([empty, *event]), np.array(sorted(words)))
 
 
+def database(prefilter: Prefilter):
+    """The prefilter's database in this process (None without Hyperscan)."""
+    return _loaded(prefilter.patterns, prefilter.compiled)
+
+
 @lru_cache(maxsize=4)
-def database(patterns: tuple[str, ...]):
-    """The patterns compiled for Hyperscan's block mode, once per worker process (None without Hyperscan). A
-    pattern Hyperscan cannot compile exactly is compiled in its prefilter mode (a superset of its matches, which is
-    all the pass needs)."""
+def _loaded(patterns: tuple[str, ...], compiled: bytes | None):
+    """Loaded from the bytes the driver compiled (once per worker process), else compiled here (a worker on
+    another platform, or a prefilter built without them)."""
+    if compiled is not None:
+        import hyperscan
+
+        try:
+            database = hyperscan.loadb(compiled, hyperscan.HS_MODE_BLOCK)
+            database.scratch = hyperscan.Scratch(database)  # a loaded database has none
+            return database
+        except hyperscan.error:
+            pass
+    return compile_patterns(patterns)
+
+
+def serialized(patterns: tuple[str, ...], name: str = "hyperscan-rules") -> bytes | None:
+    """The patterns' database compiled and serialized, kept in the user's state folder by a digest of the
+    patterns (compiling the rules' takes a third of a second, a catalogue's many seconds); None without
+    Hyperscan."""
     try:
         import hyperscan
     except ImportError:
         return None
+    key = hashlib.sha256("\0".join(patterns).encode("utf-8")).hexdigest()[:32]
+    found = cached(name, key)
+    if isinstance(found, bytes):
+        return found
+    compiled = hyperscan.dumpb(compile_patterns(patterns))
+    store(name, key, compiled)
+    return compiled
 
+
+def compile_patterns(patterns: tuple[str, ...]):
+    """The patterns compiled for Hyperscan's block mode (None without Hyperscan). A pattern Hyperscan cannot
+    compile exactly is compiled in its prefilter mode (a superset of its matches, which is all the pass needs)."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
     exact = hyperscan.HS_FLAG_UTF8
     flags = [exact] * len(patterns)
     try:

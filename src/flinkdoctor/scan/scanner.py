@@ -21,6 +21,7 @@ header, but no new line, so line numbers and `lines` stay those of the file.
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ from typing import Any
 
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
+from .catalogue import candidates, entry_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
-from .matcher import Fields, Matcher
+from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
 from .prefilter import Prefilter, scan
 from .re2 import extract, re2_regex
@@ -39,17 +41,19 @@ MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this
 EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
 OUT_EVENTS = 20_000  # events per Arrow batch written
 ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
+# an exception line or a stack frame: an event holding one can be failure evidence for the catalogue
+TRACE = re.compile("(?m)" + EXCEPTION_LINE.removeprefix("(?m)") + r"|^\s*at\s+\S")
 
 MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
+ENTRIES = "array<struct<entry: string, idx: int>>"  # the catalogue's entries an event matches, and the line
 # the events as the tasks write them (events.py reads them, and adds `time` parsed from `ts`)
 STORED_SCHEMA = (
     f"sid int, bundle int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
-    f"matches {MATCHES}, "
-    f"measures {MEASURES}, ts string, level string, logger string, thread string, host string, uptime double, "
-    "message string, text string"
+    f"matches {MATCHES}, measures {MEASURES}, entries {ENTRIES}, ts string, level string, logger string, "
+    "thread string, host string, uptime double, message string, text string, repeats int, last_ts string"
 )
-COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned")
+COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned", "catalogued")
 OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
 
 
@@ -82,6 +86,7 @@ class PartStats:
     matched: int = 0
     measured: int = 0
     warned: int = 0
+    catalogued: int = 0
 
 
 def run(
@@ -183,15 +188,16 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     import pyarrow.compute as pc
 
     events = _Events(part, data, starts, owned, piece, crlf)
-    matched = measured = warned = 0
+    matched = measured = warned = catalogued = 0
     for batch in events.kept(prefilter, matcher):
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
         measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
+        catalogued += pc.sum(pc.list_value_length(batch.column("entries"))).as_py() or 0
         warned += pc.sum(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS)))).as_py() or 0
         yield batch
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
-    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned)
+    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned, catalogued)
 
 
 class _Events:
@@ -241,19 +247,71 @@ class _Events:
         keep = np.zeros(len(self.first), dtype=bool)
         for events in found.values():
             keep[events] = True
+        warn = np.zeros(len(self.first), dtype=bool)
         if self.test.warn is not None:  # the level regex only on headers that hold one of the level words
             heads = hits.level_words
-            heads = heads[self.header[self.first[heads]] & ~keep[heads]]
-            keep[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
+            heads = heads[self.header[self.first[heads]]]
+            warn[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
+        entries = self._catalogue_candidates(matcher, warn, capped)
+        keep[list(entries)] = True
+        repeats = self._warned_groups(np.flatnonzero(warn & ~keep))
+        keep[list(repeats)] = True
         keep = np.flatnonzero(keep)
         rows = np.full(len(self.first), -1, dtype=np.int64)
         for chunk in range(0, len(keep), OUT_EVENTS):
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, rows, matcher)
+            yield self._batch(part, begin, end, found, rows, matcher, entries, repeats)
 
-    def _batch(self, keep, begin, end, found, rows, matcher: Matcher | None):
+    def _warned_groups(self, events) -> dict[int, tuple[int, str | None]]:
+        """Events at WARN level or above that no signature, metric or catalogue entry can match, reduced: per
+        logger, message and level, the first event stands for the group, with how many events it stands for and
+        the raw time of the last (unexplained.py reads them so). Their text is never cut, only their headers'."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not len(events):
+            return {}
+        heads = pc.utf8_rtrim(self.text.take(pa.array(self.first[events])), characters="\r\n")
+        headerless = ~self.header[self.first[events]] | self.piece[self.first[events]]
+        fields = _header_fields(self.part, heads.cast(pa.string()), headerless)
+        table = pa.table(
+            {
+                "logger": fields["logger"],
+                "message": fields["message"],
+                "level": fields["level"],
+                "at": pa.array(np.arange(len(events))),
+            }
+        )
+        groups = table.group_by(["logger", "message", "level"], use_threads=False).aggregate(
+            [("at", "min"), ("at", "max"), ("at", "count")]
+        )
+        first, last = groups.column("at_min").to_numpy(), groups.column("at_max").to_numpy()
+        count = groups.column("at_count").to_numpy()
+        last_ts = fields["ts"].take(pa.array(last)).to_pylist()
+        return {int(events[f]): (int(n), ts) for f, n, ts in zip(first, count, last_ts, strict=True)}
+
+    def _catalogue_candidates(self, matcher: Matcher | None, warn, capped) -> dict[int, list[int]]:
+        """Per event that can be failure evidence (at WARN level or above, of more than one line, without a header,
+        or in an untimed paste), the catalogue entries whose patterns its bytes hold (catalogue.py)."""
+        import numpy as np
+
+        index = matcher.catalogue if matcher is not None else None
+        if index is None:
+            return {}
+        evidence = warn | (self.last > self.first) | ~self.header[self.first]
+        if not layout_by_id(self.part.layout).timed:
+            evidence[:] = True
+        at = np.flatnonzero(evidence)
+        events, numbers = candidates(index, self.data, self.starts[self.first[at]], self.ends[capped[at]])
+        found: dict[int, list[int]] = {}
+        for event, entry in zip(at[events].tolist(), numbers.tolist(), strict=True):
+            found.setdefault(event, []).append(entry)
+        return {event: sorted(set(numbers)) for event, numbers in found.items()}
+
+    def _batch(self, keep, begin, end, found, rows, matcher: Matcher | None, entries: dict, repeats: dict):
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -266,9 +324,12 @@ class _Events:
         first, part = self.first[keep], self.part
         orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
         n = len(keep)
-        fields = _header_fields(part, text, orphan | self.piece[first])
+        headerless = orphan | self.piece[first]
+        fields = _header_fields(part, text, headerless)
         matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
-        return pa.RecordBatch.from_arrays(
+        level = fields["level"]
+        entry_hits = _entry_hits(matcher, text, keep, entries, level, headerless | ~self.header[first], part)
+        batch = pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
                 pa.array(np.full(n, part.bundle, dtype=np.int32)),
@@ -279,11 +340,49 @@ class _Events:
                 sigs,
                 matches,
                 measured,
+                entry_hits,
                 *[fields[name] for name in HEADER],
                 text,
+                pa.array([repeats.get(event, (1, None))[0] for event in keep.tolist()], pa.int32()),
+                pa.array([repeats.get(event, (1, None))[1] for event in keep.tolist()], pa.string()),
             ],
             schema=_schema(),
         )
+        needed = pc.or_(
+            pc.or_(pc.greater(pc.list_value_length(matches), 0), pc.greater(pc.list_value_length(measured), 0)),
+            pc.or_(
+                pc.greater(pc.list_value_length(entry_hits), 0),
+                pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False),
+            ),
+        )
+        return batch if pc.all(needed).as_py() else batch.filter(needed)  # a candidate nothing matched: not kept
+
+
+def _entry_hits(matcher: Matcher | None, text, keep, entries: dict[int, list[int]], level, headerless, part: Part):
+    """Per row, the catalogue entries it matches on a line that is no stack frame (entry id, line index), when
+    the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
+    holding an exception or a stack frame (catalogue.py). Python's `re` on the candidates only."""
+    import pyarrow as pa
+
+    out: list = [[] for _ in range(len(keep))]
+    index = matcher.catalogue if matcher is not None else None
+    if index is None or not entries:
+        return pa.array(out, type=_entries_type())
+    rows = [i for i, event in enumerate(keep.tolist()) if event in entries]
+    pasted = not layout_by_id(part.layout).timed
+    texts = text.take(pa.array(rows, pa.int64())).to_pylist()
+    levels = level.take(pa.array(rows, pa.int64())).to_pylist()
+    for row, value, lvl in zip(rows, texts, levels, strict=True):
+        found = entry_hits(index, value, entries[int(keep[row])])
+        if found and (pasted or lvl in WARN_WORDS or bool(headerless[row]) or TRACE.search(value)):
+            out[row] = found
+    return pa.array(out, type=_entries_type())
+
+
+def _entries_type():
+    import pyarrow as pa
+
+    return pa.list_(pa.struct([("entry", pa.string()), ("idx", pa.int32())]))
 
 
 def _signature_lists(found: dict, rows, n: int):
@@ -431,8 +530,11 @@ def _schema():
             ("sigs", pa.list_(pa.int32())),
             ("matches", _matches_type()),
             ("measures", measures_type()),
+            ("entries", _entries_type()),
             *[(name, pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
             ("text", pa.string()),
+            ("repeats", pa.int32()),  # the events this row stands for: 1, or a group of WARN+ events (_warned_groups)
+            ("last_ts", pa.string()),  # the raw time of the last of them (None: this row's own)
         ]
     )
 
