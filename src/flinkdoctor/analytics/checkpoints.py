@@ -124,26 +124,34 @@ def _int(text) -> int | None:
 
 
 def _log_points(measures: list[Measure], triggers: dict, paths: dict[int, str]) -> list[Point]:
+    """A point per measured end of a checkpoint (or timed step), each made once: a long run has millions."""
     points = []
     for m in measures:
         if m.measures != "storage-close" and m.measures not in STATUS_OF:
             continue
-        job = m.captures.get("job") or m.event_job or UNKNOWN_JOB
-        number = _int(m.captures.get("checkpoint"))
-        duration = float(m.captures["duration_ms"]) if m.captures.get("duration_ms") else None
-        base = Point(job, number, m.time, "failed", duration, None, paths[m.sid], m.line, sid=m.sid, host=m.host)
-        base.text = m.text
+        captures = m.captures
+        job = captures.get("job") or m.event_job or UNKNOWN_JOB
+        number = _int(captures.get("checkpoint"))
+        duration = float(captures["duration_ms"]) if captures.get("duration_ms") else None
+        path = paths[m.sid]
         if m.measures == "storage-close":
-            start, end = epoch(m.captures.get("start_epoch_ms")), epoch(m.captures.get("end_epoch_ms"))
+            start, end = epoch(captures.get("start_epoch_ms")), epoch(captures.get("end_epoch_ms"))
             if duration is None and start and end:
                 duration = (end - start).total_seconds() * 1000
-            points.append(replace(base, time=end or m.time, duration_ms=duration, stage="storage-close"))
+            at = end or m.time
+            point = Point(
+                job, number, at, "failed", duration, None, path, m.line, "storage-close", m.sid, m.host, m.text
+            )
+            points.append(point)
             continue
         status = STATUS_OF[m.measures]
         started = triggers.get((job, number))
         if duration is None and started and m.time and status != "completed":
             duration = (m.time - started).total_seconds() * 1000  # trigger to failure
-        points.append(replace(base, status=status, duration_ms=duration, size_bytes=_int(m.captures.get("bytes"))))
+        size = _int(captures.get("bytes"))
+        points.append(
+            Point(job, number, m.time, status, duration, size, path, m.line, "checkpoint", m.sid, m.host, m.text)
+        )
     return points
 
 
