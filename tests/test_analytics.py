@@ -394,7 +394,7 @@ def test_many_jobs_each_analysed_as_alone():
 
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
     from flinkdoctor.analytics.config import Effective
-    from flinkdoctor.ingest import Manifest
+    from flinkdoctor.sources.ingest import Manifest
 
     def run(jobs: int):
         measures = []
