@@ -269,3 +269,26 @@ def test_every_loader_refuses_the_same_regexes(regex, compiles, problem):
     compiled, found = checked(regex)
     assert (compiled is not None) == compiles
     assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+def test_a_message_below_the_first_line_is_matched_on_its_line():
+    """Every line is matchable: a `message` regex that does not match the header's message is tried on each later
+    line that is no stack frame (here a pasted event whose second line quotes the JobManager's message, both lines
+    as Flink 1.20.3 prints them: tests/data/lab/1.20.3/checkpoint-timeout.tar.gz)."""
+    from flinkdoctor.scan.matcher import Fields, build_matcher
+
+    rule = next(r for r in load_rules() if r.id == "checkpoint-expired")
+    matcher = build_matcher([rule], catalogue=None)
+    trigger = (
+        "Triggering checkpoint 1 (type=CheckpointType{name='Checkpoint', sharingFilesStrategy=FORWARD_BACKWARD}) "
+        "@ 1795345922802 for job 1fdf09bfd9a6f5522794ffa2f96c327e."
+    )
+    expired = "Checkpoint 1 of job 1fdf09bfd9a6f5522794ffa2f96c327e expired before completing."
+    numbers = list(range(len(rule.signatures)))
+    quoted = Fields(f"{trigger}\n    {expired}", trigger, None, None, None, "text")
+    (found,) = matcher.match(quoted, numbers)
+    assert found[0] == "checkpoint-expired" and found[2] == 1 and found[1].get("checkpoint") == "1"
+    alone = Fields(trigger, trigger, None, None, None, "text")
+    assert matcher.match(alone, numbers) == []
+    header = Fields(expired, expired, "INFO", "org.apache.flink.runtime.checkpoint.CheckpointCoordinator", "", "text")
+    assert [(rule_id, idx) for rule_id, _, idx in matcher.match(header, numbers)] == [("checkpoint-expired", 0)]
