@@ -154,8 +154,8 @@ def collect_templates(
     shuffles cost more than the grouping for a small bundle (the warm path's largest query).
 
     Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers,
-    and `repeats` and `last_time`: the scan keeps one row for the WARN+ events of a part that no rule, metric or
-    catalogue entry can match and that share a logger, message and level, standing for them all."""
+    and `repeats`: of the WARN+ events of a part that no rule, metric or catalogue entry can match and that share
+    a logger, message and level, the scan keeps the first and the last, the first standing for all but the last."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -179,7 +179,6 @@ def collect_templates(
                 "level",
                 severity.alias("severity"),
                 "time",
-                "last_time",
                 "repeats",
                 evidence.alias("evidence"),
             ).collect()
@@ -192,7 +191,6 @@ def collect_templates(
             "level",
             severity.alias("severity"),
             "time",
-            "last_time",
             "repeats",
             evidence.alias("evidence"),
             order.alias("order"),
@@ -203,7 +201,7 @@ def collect_templates(
             F.max_by("level", "severity").alias("level"),
             F.max("severity").alias("severity"),
             F.min("time").alias("first"),
-            F.max("last_time").alias("last"),
+            F.max("time").alias("last"),
             F.min_by("evidence", "order").alias("evidence"),
             F.min("order").alias("order"),
         )
@@ -236,11 +234,10 @@ def _grouped_here(rows: list) -> list:
     templates = []
     for same in groups.values():
         times = [row.time for row in same if row.time is not None]
-        lasts = [row.last_time for row in same if row.last_time is not None]
         earliest = min(same, key=lambda r: (r.time is None, r.time or datetime.min, r.evidence.sid, r.evidence.line))
         most = max(same, key=lambda row: row.severity)
         count = sum(row.repeats for row in same)
-        templates.append(_template(earliest, count, most.level, min(times, default=None), max(lasts, default=None)))
+        templates.append(_template(earliest, count, most.level, min(times, default=None), max(times, default=None)))
     return templates
 
 

@@ -57,17 +57,13 @@ class EventsResult:
     times: Times = field(default_factory=Times)
 
     def table(self, spark):
-        """The events table: what the tasks wrote, with `time` (UTC) parsed from the header's raw time, and
-        `last_time` from `last_ts`: the last time of the WARN+ events a row stands for (its `repeats`), else its
-        own."""
+        """The events table: what the tasks wrote, with `time` (UTC) parsed from the header's raw time."""
         from pyspark.sql import functions as F
 
         stored = spark.read.schema(STORED_SCHEMA).parquet(self.path)
-        columns = [F.col(name) for name in stored.columns if name not in ("ts", "last_ts")]
+        columns = [F.col(name) for name in stored.columns if name != "ts"]
         at = stored.columns.index("measures")
-        last = F.coalesce(_time(self.times, "last_ts"), F.col("time"))
-        timed = stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:], "last_ts")
-        return timed.select("*", last.alias("last_time")).drop("last_ts")
+        return stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:])
 
 
 def plan(
@@ -182,8 +178,8 @@ def _sid_in(ids: list[int]):
     return F.expr(f"sid IN ({', '.join(map(str, ids))})") if ids else F.lit(False)
 
 
-def _time(times: Times, column: str = "ts"):
-    """The events' time, parsed from the raw `column` (`ts`) with each source's layout pattern, in UTC."""
+def _time(times: Times):
+    """The events' time, parsed from the raw `ts` with each source's layout pattern, in UTC."""
     from pyspark.sql import functions as F
 
     parsed_any = F.lit(None).cast("timestamp")
@@ -193,7 +189,7 @@ def _time(times: Times, column: str = "ts"):
         layout = layout_by_id(layout_id)
         if not (layout.timed and layout.time_format):
             continue
-        raw = F.regexp_replace(F.col(column), r"\s+", " ")
+        raw = F.regexp_replace(F.col("ts"), r"\s+", " ")
         if layout.year_from_bundle:
             raw = F.concat_ws(" ", F.lit(str(times.bundle_year or 1970)), raw)
         parsed = F.try_to_timestamp(raw, F.lit(layout.time_format))

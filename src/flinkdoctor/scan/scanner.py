@@ -51,7 +51,7 @@ ENTRIES = "array<struct<entry: string, idx: int>>"  # the catalogue's entries an
 STORED_SCHEMA = (
     f"sid int, bundle int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
     f"matches {MATCHES}, measures {MEASURES}, entries {ENTRIES}, ts string, level string, logger string, "
-    "thread string, host string, uptime double, message string, text string, repeats int, last_ts string"
+    "thread string, host string, uptime double, message string, text string, repeats int"
 )
 COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned", "catalogued")
 OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
@@ -136,6 +136,8 @@ class _EventsFile:
         self.pending_bytes = 0
 
     def write(self, batch) -> None:
+        if not batch.num_rows:
+            return
         self.pending.append(batch)
         self.pending_bytes += batch.nbytes
         if self.pending_bytes >= ROW_GROUP_BYTES:
@@ -264,10 +266,11 @@ class _Events:
             rows[part] = np.arange(len(part))
             yield self._batch(part, begin, end, found, rows, matcher, entries, repeats)
 
-    def _warned_groups(self, events) -> dict[int, tuple[int, str | None]]:
+    def _warned_groups(self, events) -> dict[int, int]:
         """Events at WARN level or above that no signature, metric or catalogue entry can match, reduced: per
-        logger, message and level, the first event stands for the group, with how many events it stands for and
-        the raw time of the last (unexplained.py reads them so). Their text is never cut, only their headers'."""
+        logger, message and level, the first and the last event are kept, the first standing for every one
+        before the last (`repeats`, which unexplained.py sums). The others' text is never cut, only their
+        headers'."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -290,8 +293,9 @@ class _Events:
         )
         first, last = groups.column("at_min").to_numpy(), groups.column("at_max").to_numpy()
         count = groups.column("at_count").to_numpy()
-        last_ts = fields["ts"].take(pa.array(last)).to_pylist()
-        return {int(events[f]): (int(n), ts) for f, n, ts in zip(first, count, last_ts, strict=True)}
+        kept = {int(events[a]): int(n) - (n > 1) for a, n in zip(first, count, strict=True)}
+        kept.update({int(events[b]): 1 for b, n in zip(last, count, strict=True) if n > 1})
+        return kept
 
     def _catalogue_candidates(self, matcher: Matcher | None, warn, capped) -> dict[int, list[int]]:
         """Per event that can be failure evidence (at WARN level or above, of more than one line, without a header,
@@ -343,8 +347,7 @@ class _Events:
                 entry_hits,
                 *[fields[name] for name in HEADER],
                 text,
-                pa.array([repeats.get(event, (1, None))[0] for event in keep.tolist()], pa.int32()),
-                pa.array([repeats.get(event, (1, None))[1] for event in keep.tolist()], pa.string()),
+                pa.array([repeats.get(event, 1) for event in keep.tolist()], pa.int32()),
             ],
             schema=_schema(),
         )
@@ -355,7 +358,9 @@ class _Events:
                 pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False),
             ),
         )
-        return batch if pc.all(needed).as_py() else batch.filter(needed)  # a candidate nothing matched: not kept
+        if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
+            return batch
+        return batch.filter(needed)  # a candidate nothing matched is not kept
 
 
 def _entry_hits(matcher: Matcher | None, text, keep, entries: dict[int, list[int]], level, headerless, part: Part):
@@ -534,7 +539,6 @@ def _schema():
             *[(name, pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
             ("text", pa.string()),
             ("repeats", pa.int32()),  # the events this row stands for: 1, or a group of WARN+ events (_warned_groups)
-            ("last_ts", pa.string()),  # the raw time of the last of them (None: this row's own)
         ]
     )
 
