@@ -58,8 +58,8 @@ def test_hyperscan_patterns_find_every_match_of_the_regex():
 
     rng = random.Random(5)
     checked = 0
-    for where, regex in regexes():
-        pattern = hyperscan_pattern(regex)
+    for where, regex in regexes() + [(f"{w} (whole text)", r) for w, r in regexes() if r.startswith(("^", "\\A"))]:
+        pattern = hyperscan_pattern(regex, whole_text=where.endswith("(whole text)"))
         if pattern is None:
             continue
         database = hyperscan.Database()

@@ -47,26 +47,33 @@ class Unsupported(ValueError):
     """A construct this rewrite does not know: the caller keeps the regex out of the pass (no filter)."""
 
 
-def hyperscan_pattern(java: str) -> str | None:
+def hyperscan_pattern(java: str, whole_text: bool = False) -> str | None:
     """The Hyperscan pattern (ASCII text, for HS_FLAG_UTF8) whose matches cover the regex's; None when the
-    regex can match an empty string, so that every event holds a match."""
+    regex can match an empty string, so that every event holds a match. `whole_text`: the regex runs on an
+    event's whole text, which starts at a line's start in the bytes (or after a piece's NUL marker): a leading
+    `^` or `\\A` is kept as such a start, and what follows it is not trimmed."""
     tree = parse(java)
     flags = tree.state.flags
-    items = _trimmed(list(tree), flags)
+    items = list(tree)
+    if whole_text and items and items[0][0] is sre.AT and items[0][1] in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
+        rest = _trimmed(items[1:], flags, leading=False)
+        return "(?:(?m:^)|\\x{0})" + "".join(_node(op, av, flags) for op, av in rest)
+    items = _trimmed(items, flags)
     if not items:
         return None
     return "".join(_node(op, av, flags) for op, av in items)
 
 
-def _trimmed(items: list, flags: int) -> list:
+def _trimmed(items: list, flags: int, leading: bool = True) -> list:
     """The items without what can match nothing at either end, and the repeats at either end cut to their
-    minimum: an event holds a match of the regex only if it holds one of the rest."""
+    minimum: an event holds a match of the regex only if it holds one of the rest. `leading`: trim the start
+    too (not after an anchor that is kept)."""
     items = [(op, av) for op, av in items if op not in DROPPED]
-    while items and _nullable(*items[0]):
+    while leading and items and _nullable(*items[0]):
         items.pop(0)
     while items and _nullable(*items[-1]):
         items.pop()
-    for at in {0, len(items) - 1} if items else ():
+    for at in ({0} if leading else set()) | {len(items) - 1} if items else ():
         op, av = items[at]
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, POSSESSIVE) and av[1] != av[0]:
             items[at] = (sre.MAX_REPEAT, (av[0], av[0], av[2]))

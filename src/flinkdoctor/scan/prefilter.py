@@ -46,9 +46,9 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
     ids: dict[str, int] = {re.escape(word): n for n, word in enumerate(words)}
     signatures = []
     for sig in [sig for rule in rules for sig in rule.signatures] + list(extra):
-        regexes = [regex for key, regex in sig.regexes() if key in PREFILTERED]
-        regexes += [re.escape(sig.literal)] if sig.literal else []
-        found = {pattern for pattern in map(hyperscan_pattern, regexes) if pattern is not None}
+        regexes = [(regex, key == "text") for key, regex in sig.regexes() if key in PREFILTERED]
+        regexes += [(re.escape(sig.literal), False)] if sig.literal else []
+        found = {pattern for pattern in (hyperscan_pattern(*r) for r in regexes) if pattern is not None}
         if not found:
             raise ValueError(f"a signature whose regexes can all match an empty text: {sig}")
         signatures.append(tuple(sorted(ids.setdefault(p, len(ids)) for p in found)))
