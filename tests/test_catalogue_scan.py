@@ -71,8 +71,9 @@ def test_a_message_below_the_first_line_of_a_trace_is_a_hit_on_its_line(hits, tm
         (IO_EXCEPTION, "java.io.IOException"),
     ):
         hit = found[entry]
-        assert hit.count >= 1 and hit.instances
-        for instance in hit.instances:
+        in_logs = [i for i in hit.instances if paths[i.sid] in lines]  # (the REST answers' traces are hits too)
+        assert hit.count >= len(in_logs) >= 1
+        for instance in in_logs:
             printed = lines[paths[instance.sid]][instance.line - 1]
             assert needle in printed and not printed.lstrip().startswith("at ")
             assert instance.text == printed.rstrip()[:600]
