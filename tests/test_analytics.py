@@ -416,3 +416,22 @@ def test_many_jobs_each_analysed_as_alone():
         )
     assert job.interval and job.interval.ms == 2000 and job.counts == {"completed": 6}
     assert many_s < 30 * max(few_s, 0.01)  # 10x the jobs: linear is 10x, the old per-job scan of all points 100x
+
+
+def test_a_long_run_reports_a_bounded_series_with_every_failure_and_extreme():
+    """Past SERIES_MAX points a job's series keeps every point that did not complete and each time span's
+    shortest and longest completed one; its counts and percentiles are still every checkpoint's."""
+    from flinkdoctor.analytics import checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.sources.ingest import Manifest
+
+    job = "1fdf09bfd9a6f5522794ffa2f96c327e"
+    measures = _job_measures(job, 0, 3 * checkpoints.SERIES_MAX, datetime(2026, 3, 1))
+    section, _ = checkpoints.analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+    (report,) = section.jobs
+    n = 3 * checkpoints.SERIES_MAX
+    assert report.counts == {"completed": n} and report.percentiles["max"] == 20 + n
+    assert len(report.series) <= checkpoints.SERIES_MAX
+    durations = [p.duration_ms for p in report.series]
+    assert min(durations) == 21 and max(durations) == 20 + n  # the shortest and the longest are kept
+    assert [p.time for p in report.series] == sorted(p.time for p in report.series)

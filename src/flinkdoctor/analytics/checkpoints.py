@@ -43,6 +43,7 @@ NEAR_TIMEOUT = 0.8  # p95 above this share of the timeout is a finding
 TREND_MIN_POINTS, TREND_MIN_SPAN_H, TREND_MIN_R = 5, 0.5, 0.5
 PERIODIC_MIN_GAPS, PERIODIC_MAX_SPREAD = 3, 0.25  # at least 4 failures, gaps within 25 % of their median
 EPISODE_S = 1.0  # failures closer than this are one episode (the same failure read from two sources)
+SERIES_MAX = 10_000  # points of one job's series in the report; more are thinned (_series)
 
 
 @dataclass
@@ -327,7 +328,7 @@ def _job(job: str, raw: list[Point], started: list[tuple[int, datetime]], effect
         evidence["checkpoint-longer-than-interval"] = over
     report = CheckpointJob(
         job=job,
-        series=[_public(p) for p in points],
+        series=[_public(p) for p in _series(points)],
         counts=counts,
         timeout=timeout,
         interval=interval,
@@ -338,6 +339,30 @@ def _job(job: str, raw: list[Point], started: list[tuple[int, datetime]], effect
         longest_stage_ms=longest.duration_ms if longest else None,
     )
     return JobAnalysis(report, points, {k: [p for p in v if p.sid is not None] for k, v in evidence.items()})
+
+
+def _series(points: list[Point]) -> list[Point]:
+    """The points the report lists: every one, up to SERIES_MAX; past it (a long run checkpoints millions of
+    times) every point that did not complete, and the completed ones cut into equal time spans, each kept by its
+    shortest and longest: a report of bounded size that still shows every failure, spike and dip. Counts,
+    percentiles, trend and findings are taken from every point."""
+    if len(points) <= SERIES_MAX:
+        return points
+    completed = [p for p in points if p.status == "completed" and p.time is not None]
+    rest = [p for p in points if p.status != "completed" or p.time is None]
+    spans = max(1, (SERIES_MAX - len(rest)) // 2)
+    start = completed[0].time if completed else None
+    width = (completed[-1].time - start) / spans if completed and start else None  # type: ignore[operator]
+    extremes: dict[int, tuple[Point, Point]] = {}
+    for point in completed:
+        span = min(int((point.time - start) / width), spans - 1) if width else 0  # type: ignore[operator]
+        low, high = extremes.get(span, (point, point))
+        shorter = (point.duration_ms or 0) < (low.duration_ms or 0)
+        longer = (point.duration_ms or 0) > (high.duration_ms or 0)
+        extremes[span] = (point if shorter else low, point if longer else high)
+    kept = {id(p): p for pair in extremes.values() for p in pair}
+    kept.update({id(p): p for p in rest})
+    return sorted(kept.values(), key=lambda p: (p.time is None, p.time or datetime.min, p.id or 0))
 
 
 def _public(p: Point) -> CheckpointPoint:

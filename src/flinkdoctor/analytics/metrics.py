@@ -111,7 +111,7 @@ def extract(
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        table = _reduced(events, metrics).toArrow()  # one job, columnar
+        table = _through_parquet(_reduced(events, metrics), events)
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     found = []
@@ -132,6 +132,22 @@ def extract(
         )
     found.sort(key=lambda m: (m.sid, m.line))
     return found
+
+
+def _through_parquet(frame, events):
+    """The frame's rows as an Arrow table, written by Spark beside the events table and read here by pyarrow: a
+    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap."""
+    import pyarrow.parquet as pq
+
+    from ..scan.scanner import _filesystem
+
+    first = min(events.inputFiles())
+    folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder
+    out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
+    frame.write.mode("overwrite").parquet(out)
+    filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
+    table = pq.read_table(path, filesystem=filesystem)
+    return table.select(frame.columns)
 
 
 CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-declined", "checkpoint-failed")
@@ -176,7 +192,21 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     )
     row = F.struct("sid", "block", "first_rel", "time", "host", "m")
     kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
-    return kept.select("r.sid", "r.block", "r.first_rel", "r.time", "r.host", "r.m.*")
+    trigger = F.col("r.m.metric").isin([n for n, m in enumerate(metrics) if m.measures == "checkpoint-trigger"])
+    return kept.select(  # a trigger gives only its time: no line, three captures (half of a long run's rows)
+        "r.sid",
+        "r.block",
+        "r.first_rel",
+        "r.time",
+        "r.host",
+        "r.m.metric",
+        "r.m.idx",
+        F.when(trigger, F.lit(None).cast("string")).otherwise(F.col("r.m.line")).alias("line"),
+        F.when(trigger, F.map_filter("r.m.captures", lambda k, _: k.isin("checkpoint", "epoch_ms", "job")))
+        .otherwise(F.col("r.m.captures"))
+        .alias("captures"),
+        "r.m.job",
+    )
 
 
 def _measured(events):
