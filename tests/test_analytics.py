@@ -285,9 +285,12 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
         table = events.table(spark)
         lines = table.selectExpr("sum(size(measures))").first()[0]
         found = extract(table, metrics, events.blocks, manifest)  # reduced in Spark, whatever the count
-        measured[name] = (lines, [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found])
+        bulk = found.checkpoints.select(["metric", "sid", "line", "checkpoint"]).to_pylist()  # (in columns)
+        rows = [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found]
+        rows += [(r["metric"], r["sid"], r["line"], str(r["checkpoint"])) for r in bulk]
+        measured[name] = (lines, sorted(rows, key=lambda r: (r[1], r[2])))
         every = extract(table, metrics, events.blocks, manifest, lines)  # few: every line, merged by the analytics
-        assert len(every) == lines > len(found)
+        assert len(every) == lines > len(found) + len(bulk)
         assert analyse(every, manifest, None).checkpoints == analyse(found, manifest, None).checkpoints
     (lines_once, once), (lines_twice, twice) = measured["once"], measured["twice"]
     assert lines_twice == 2 * lines_once
@@ -435,3 +438,64 @@ def test_a_long_run_reports_a_bounded_series_with_every_failure_and_extreme():
     durations = [p.duration_ms for p in report.series]
     assert min(durations) == 21 and max(durations) == 20 + n  # the shortest and the longest are kept
     assert [p.time for p in report.series] == sorted(p.time for p in report.series)
+
+
+def _as_columns(measures):
+    """The triggers and completions of `measures` as metrics._split_columnar gives them (a long run's)."""
+    import pyarrow as pa
+
+    bulk = [m for m in measures if m.measures in ("checkpoint-trigger", "checkpoint-completed")]
+    number = [int(m.captures["checkpoint"]) for m in bulk]
+    return pa.table(
+        {
+            "kind": [m.measures for m in bulk],
+            "job": [m.captures["job"] for m in bulk],
+            "checkpoint": pa.array(number, pa.int64()),
+            "time": pa.array([m.time for m in bulk], pa.timestamp("us")),
+            "epoch_ms": pa.array([int(m.captures["epoch_ms"]) if "epoch_ms" in m.captures else None for m in bulk]),
+            "duration_ms": pa.array([float(m.captures.get("duration_ms") or "nan") for m in bulk]).cast(pa.float64()),
+            "bytes": pa.array([int(m.captures["bytes"]) if "bytes" in m.captures else None for m in bulk], pa.int64()),
+            "sid": pa.array([m.sid for m in bulk], pa.int32()),
+            "line": pa.array([m.line for m in bulk], pa.int64()),
+            "host": pa.array([m.host for m in bulk], pa.string()),
+            "text": pa.array([m.text if m.measures == "checkpoint-completed" else None for m in bulk], pa.string()),
+        }
+    )
+
+
+def test_a_long_runs_checkpoints_in_bulk_give_the_same_analysis():
+    """The columns of a long run's triggers and completions (read in bulk) give the analysis that Measures of
+    the same lines give: counts, percentiles, trend, interval, the expiries' durations from their triggers, the
+    series and the evidence."""
+    import pyarrow.compute as pc
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measure, Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    job = "1fdf09bfd9a6f5522794ffa2f96c327e"
+    measures = _job_measures(job, 0, 3000, datetime(2026, 3, 1)) + _job_measures("e" * 32, 1, 40, datetime(2026, 3, 2))
+    # checkpoints 2990 to 3000 expired instead (Flink 1.20.3's line, CheckpointCoordinator), measured on their own
+    expired = [m for m in measures if m.captures["job"] == job and int(m.captures["checkpoint"]) > 2990]
+    measures = [m for m in measures if m not in expired or m.measures == "checkpoint-trigger"]
+    for m in expired:
+        if m.measures == "checkpoint-completed":
+            n = m.captures["checkpoint"]
+            text = f"Checkpoint {n} of job {job} expired before completing."
+            measures.append(Measure("checkpoint-expired", "checkpoint-expired", 0, m.line, m.time, None, text,
+                                    {"checkpoint": n, "job": job}))  # fmt: skip
+    measures.sort(key=lambda m: (m.sid, m.line))
+    paths = {0: "jobmanager.log", 1: "jobmanager.log.1"}
+    plain, plain_jobs = analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), paths)
+    columns = _as_columns(measures)
+    rest = Measured(m for m in measures if m.measures not in ("checkpoint-trigger", "checkpoint-completed"))
+    rest.checkpoints = columns
+    bulk, bulk_jobs = analyse_checkpoints(rest, Manifest([], Path("."), None), Effective(), paths)
+    assert pc.sum(pc.equal(columns.column("kind"), "checkpoint-completed")).as_py() == 3000 + 40 - 10
+    assert bulk.missing == plain.missing
+    for ours, theirs in zip(bulk.jobs, plain.jobs, strict=True):
+        assert ours == theirs
+    assert [j.evidence for j in bulk_jobs] == [j.evidence for j in plain_jobs]
+    first = plain.jobs[0] if plain.jobs[0].job == job else plain.jobs[1]
+    assert first.counts == {"completed": 2990, "expired": 10} and first.interval and first.interval.ms == 2000

@@ -107,18 +107,21 @@ def extract(
     cost of a first aggregation in a fresh JVM)."""
 
     if not metrics or measured == 0:
-        return []
+        return Measured()
+    many = None
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
         table = _through_parquet(_reduced(events, metrics), events)
+        table, many = _split_columnar(table, metrics, blocks, manifest)
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
-    found = []
+    found = Measured()
+    found.checkpoints = many
     for sid, block, first_rel, time, host, number, idx, line, captures, job in zip(*_columns(table), strict=True):
         source, metric = sources[sid], metrics[number]
         found.append(
-            Measure(
+            Measure(  # (the many: _split_columnar)
                 metric.id,
                 metric.measures,
                 sid,
@@ -132,6 +135,83 @@ def extract(
         )
     found.sort(key=lambda m: (m.sid, m.line))
     return found
+
+
+class Measured(list):
+    """The measures (a list of Measure), and, when there were many, the checkpoints' triggers and completions as
+    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions."""
+
+    checkpoints = None
+
+
+COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
+
+
+def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
+    """(the rows of other kinds, the triggers and completions as typed columns: kind, job, checkpoint, time,
+    epoch_ms, duration_ms, bytes, sid, line (in the file), host, text)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
+    bulk = pc.is_in(kinds, pa.array(COLUMNAR))
+    rest, rows = table.filter(pc.invert(bulk)), table.filter(bulk)
+    kinds = kinds.filter(bulk)
+
+    def capture(key: str):
+        return pc.map_lookup(rows.column("captures"), key, "first")
+
+    offsets = block_offsets(blocks)
+    sources = {s.id: s for s in manifest.sources}
+    sid = rows.column("sid").to_numpy()
+    block = rows.column("block").to_numpy()
+    staged = rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
+    base = np.array([offsets.get((s, b), 0) for s, b in zip(sid.tolist(), block.tolist(), strict=True)], np.int64)
+    line = np.empty(len(sid), dtype=np.int64)
+    for source_id in np.unique(sid).tolist():
+        at = sid == source_id
+        source = sources[source_id]
+        if source.fixed_line or source.line_map is not None:
+            line[at] = [source.file_line(int(n)) for n in (base[at] + staged[at]).tolist()]
+        else:
+            line[at] = source.line_offset + base[at] + staged[at]
+    hosts = pc.coalesce(rows.column("host"), pa.array([sources[s].host for s in sid.tolist()], pa.string()))
+    job = pc.coalesce(capture("job"), rows.column("job"), pa.scalar("unknown job"))
+    columns = pa.table(
+        {
+            "metric": pa.array([m.id for m in metrics]).take(rows.column("metric")),
+            "kind": kinds,
+            "job": job,
+            "checkpoint": _numbers(capture("checkpoint"), pa.int64(), int),
+            "time": rows.column("time"),
+            "epoch_ms": _numbers(capture("epoch_ms"), pa.int64(), int),
+            "duration_ms": _numbers(capture("duration_ms"), pa.float64(), float),
+            "bytes": _numbers(capture("bytes"), pa.int64(), int),
+            "sid": rows.column("sid"),
+            "line": pa.array(line),
+            "host": hosts,
+            "text": rows.column("line"),
+        }
+    )
+    return rest, columns
+
+
+def _numbers(values, kind, read):
+    """Captured digits as numbers: by Arrow, or, where it cannot read one (digits of another script, which
+    Python's int() and float() read, as the analytics do per measure), by Python; null what neither reads."""
+    import pyarrow as pa
+
+    try:
+        return values.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        out = []
+        for value in values.to_pylist():
+            try:
+                out.append(read(value) if value else None)
+            except ValueError:
+                out.append(None)
+        return pa.array(out, kind)
 
 
 def _through_parquet(frame, events):
