@@ -100,3 +100,26 @@ def test_without_a_catalogue_the_scan_records_no_hit(hits):
 
 
 NO_TOKENS_TEXT = "No tokens obtained so skipping notifications"
+
+
+def test_bundles_diagnosed_together_get_each_the_hits_it_gets_alone(spark, rules, tmp_path):
+    """The one diagnosis core with the shipped catalogue: two lab runs scanned together (as a fleet is) give each
+    bundle the catalogue hits it gets alone, counts and instances, none of the other's."""
+    from flinkdoctor.pipeline import diagnose_bundles
+    from flinkdoctor.sources.ingest import ingest
+
+    bundles = [BUNDLE, DATA / "lab" / "2.1.1" / "heap-oom.tar.gz"]
+    manifests = [ingest([b], tmp_path / f"b{i}") for i, b in enumerate(bundles)]
+    together = diagnose_bundles(spark, manifests, tmp_path / "together", rules)
+
+    def seen(hits, manifest):
+        paths = {s.id: s.path.rsplit("/", 1)[-1] for s in manifest.sources}
+        return {hit.entry: (hit.count, [(paths[i.sid], i.line, i.time, i.text) for i in hit.instances]) for hit in hits}
+
+    for b, bundle in enumerate(bundles):
+        alone = diagnose_bundles(spark, [ingest([bundle], tmp_path / f"a{b}")], tmp_path / f"alone{b}", rules)
+        mine = seen(together.catalogue_hits[b], together.manifest)
+        assert mine == seen(alone.catalogue_hits[0], alone.manifest), bundle
+        assert mine and all(hit.bundle == b for hit in together.catalogue_hits[b])
+        own = {s.id for s in together.manifest.sources if together.bundle_of[s.id] == b}
+        assert all(i.sid in own for hit in together.catalogue_hits[b] for i in hit.instances)

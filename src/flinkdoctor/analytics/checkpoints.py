@@ -619,6 +619,7 @@ def _job(
         trend=trend,
         failures=failures,
         over_interval=over_count,
+        ended=ended_count,
         longest_stage_ms=longest.duration_ms if longest else None,
     )
     kept = points if bulk is None else points + bulk.chosen()  # (what _timeout_risks reads: the longest too)

@@ -250,8 +250,9 @@ class CatalogueInstance:
 
 @dataclass
 class CatalogueHit:
-    """A catalogue entry the input matched: how often, and its earliest and latest KEEP_PER_RULE instances."""
+    """A catalogue entry a bundle matched: how often, and its earliest and latest KEEP_PER_RULE instances."""
 
+    bundle: int  # which of the bundles diagnosed together (the events' `bundle`; 0 alone)
     entry: str  # the entry's id (knowledge.catalogue)
     count: int
     instances: list[CatalogueInstance]  # in time order
@@ -262,7 +263,7 @@ def catalogue_events(events, detail: bool = True):
     from pyspark.sql import functions as F
 
     found = events.where(F.size("entries") > 0).select("*", F.explode("entries").alias("e"))
-    keys = ["sid", "block", "first_rel", "time", F.col("e.entry").alias("entry")]
+    keys = ["sid", "bundle", "block", "first_rel", "time", F.col("e.entry").alias("entry")]
     if not detail:
         return found.select(*keys)
     return found.select(
@@ -285,20 +286,21 @@ def _event_text():
 
 
 def collect_catalogue_hits(events, blocks: dict, manifest: Manifest, catalogued: int) -> list[CatalogueHit]:
-    """Every entry's exact count and its earliest and latest instances, as collect_findings does for rules:
-    one job when the tasks counted few hits (`catalogued`), else the top-k aggregation, then the chosen events."""
+    """Per bundle (the events' `bundle`) every entry's exact count and its earliest and latest instances, as
+    collect_findings does for rules: one job when the tasks counted few hits (`catalogued`), else the top-k
+    aggregation, then the chosen events."""
     from pyspark.sql import functions as F
 
     if not catalogued:
         return []
     if catalogued <= FEW:
         detailed = catalogue_events(events).collect()
-        counts: dict[str, int] = {}
+        counts: dict[tuple[int, str], int] = {}
         for row in detailed:
-            counts[row.entry] = counts.get(row.entry, 0) + 1
+            counts[row.bundle, row.entry] = counts.get((row.bundle, row.entry), 0) + 1
     else:
-        rows, groups = earliest_and_latest(catalogue_events(events, detail=False), ["entry"])
-        counts = {group["entry"]: group["cnt"] for group in groups}
+        rows, groups = earliest_and_latest(catalogue_events(events, detail=False), ["bundle", "entry"])
+        counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
         keys = ["sid", "block", "first_rel", "entry"]
         chosen = events.sparkSession.createDataFrame(
             [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, entry string"
@@ -309,11 +311,11 @@ def collect_catalogue_hits(events, blocks: dict, manifest: Manifest, catalogued:
         detailed = catalogue_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
-    instances: dict[str, list[CatalogueInstance]] = {}
+    instances: dict[tuple[int, str], list[CatalogueInstance]] = {}
     for row in detailed:
         source = sources[row.sid]
         event_line = offsets.get((row.sid, row.block), 0) + row.first_rel
-        instances.setdefault(row.entry, []).append(
+        instances.setdefault((row.bundle, row.entry), []).append(
             CatalogueInstance(
                 sid=row.sid,
                 line=source.file_line(event_line + row.idx),
@@ -327,11 +329,12 @@ def collect_catalogue_hits(events, blocks: dict, manifest: Manifest, catalogued:
             )
         )
     hits = []
-    for entry, count in sorted(counts.items()):
+    for (bundle, entry), count in sorted(counts.items()):
         found = sorted(  # earliest_and_latest's order: unknown times first, then by time, then by place
-            instances.get(entry, []), key=lambda i: (i.time is not None, i.time or datetime.min, i.sid, i.event_line)
+            instances.get((bundle, entry), []),
+            key=lambda i: (i.time is not None, i.time or datetime.min, i.sid, i.event_line),
         )
         if len(found) > 2 * KEEP_PER_RULE:  # few hits were read whole: keep the same earliest and latest
             found = found[:KEEP_PER_RULE] + found[-KEEP_PER_RULE:]
-        hits.append(CatalogueHit(entry, count, found))
+        hits.append(CatalogueHit(bundle, entry, count, found))
     return hits

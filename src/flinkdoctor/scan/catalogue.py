@@ -35,11 +35,9 @@ class CatalogueIndex:
 
 
 def default_catalogue():
-    """The shipped catalogue (knowledge.catalogue.load_catalogue), or None where none is installed."""
-    try:
-        from ..knowledge.catalogue import load_catalogue  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
+    """The shipped catalogue (knowledge.catalogue.load_catalogue)."""
+    from ..knowledge.catalogue import load_catalogue
+
     return load_catalogue()
 
 
