@@ -499,3 +499,33 @@ def test_a_long_runs_checkpoints_in_bulk_give_the_same_analysis():
     assert [j.evidence for j in bulk_jobs] == [j.evidence for j in plain_jobs]
     first = plain.jobs[0] if plain.jobs[0].job == job else plain.jobs[1]
     assert first.counts == {"completed": 2990, "expired": 10} and first.interval and first.interval.ms == 2000
+
+
+def test_bundles_scanned_together_get_each_its_own_checkpoints_in_bulk(spark, rules, tmp_path):
+    """The reduced measures (the triggers and completions in columns, as a long run's are) of two real runs
+    scanned together, split by bundle, give each run the checkpoint analysis it gets scanned alone."""
+    from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.pipeline import combine
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    runs = [LAB / "1.20.3" / "healthy.tar.gz", LAB / "2.1.1" / "checkpoint-timeout.tar.gz"]
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=None)
+
+    def measured(manifests, work, bundle_of=None):
+        manifest = combine(manifests)[0]
+        events = build_events(spark, manifest, work, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
+        return extract(events.table(spark), metrics, events.blocks, manifest)  # reduced: triggers in columns
+
+    manifests = [ingest([run], tmp_path / f"in{i}") for i, run in enumerate(runs)]
+    _, views, bundle_of = combine(manifests)
+    together = measured(manifests, tmp_path / "together", bundle_of).by_bundle(bundle_of, len(runs))
+    for b, run in enumerate(runs):
+        alone_manifest = ingest([run], tmp_path / f"alone{b}")
+        alone = measured([alone_manifest], tmp_path / f"work{b}")
+        assert alone.checkpoints is not None and len(together[b].checkpoints) == len(alone.checkpoints) > 0
+        mine = analyse(together[b], views[b], None).checkpoints
+        assert mine == analyse(alone, alone_manifest, None).checkpoints, run
+        assert mine.jobs

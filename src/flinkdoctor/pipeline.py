@@ -133,7 +133,7 @@ def diagnose_bundles(
     lap("findings_s")
     measures = extract(table, metrics, events.blocks, combined, events.stats.get("measured"))
     found = _by_bundle(findings, bundle_of, len(manifests))
-    measured = _by_bundle(measures, bundle_of, len(manifests))
+    measured = measures.by_bundle(bundle_of, len(manifests))  # (a long run's checkpoints in columns too)
     by_id = {rule.id: rule for rule in rules}
     every = {**analytics_rules(), **by_id}
     diagnosed = []

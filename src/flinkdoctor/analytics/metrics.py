@@ -100,7 +100,7 @@ FEW = 20_000  # up to this many measured lines go to the driver whole; more are 
 
 def extract(
     events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest, measured: int | None = None
-) -> list[Measure]:
+) -> Measured:
     """The measured lines the analytics read: the scan tasks measured every line (matcher.py). When they counted
     more than FEW (`measured`), Spark keeps what `_reduced` says of each kind, so the driver holds one line per
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
@@ -142,6 +142,21 @@ class Measured(list):
     columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions."""
 
     checkpoints = None
+
+    def by_bundle(self, bundle_of: dict[int, int], bundles: int) -> list[Measured]:
+        """The measures of each bundle diagnosed together (source id -> bundle), the columns split as well."""
+        import numpy as np
+        import pyarrow as pa
+
+        split = [Measured() for _ in range(bundles)]
+        for measure in self:
+            split[bundle_of[measure.sid]].append(measure)
+        if self.checkpoints is not None:
+            sid = self.checkpoints.column("sid").to_numpy()
+            owner = np.array([bundle_of[s] for s in sid.tolist()], dtype=np.int64)
+            for b, measured in enumerate(split):
+                measured.checkpoints = self.checkpoints.filter(pa.array(owner == b))
+        return split
 
 
 COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
