@@ -27,7 +27,7 @@ from functools import cached_property
 
 from ..knowledge.regexes import python_regex
 from ..knowledge.rulebook import Rule, Signature, required_literals
-from .catalogue import CatalogueIndex, catalogue_index, default_catalogue
+from .catalogue import CatalogueIndex, catalogue_index, shipped_index
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
@@ -175,7 +175,7 @@ def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = (), catalog
     for i, line in enumerate(metric_lines):  # a line can only match if it holds the regex's longest literal
         literal = max(required_literals(Signature(text=line)), key=len, default="")
         metrics[first + i] = (i, line, literal)
-    index = catalogue_index(default_catalogue() if catalogue == SHIPPED else catalogue)
+    index = shipped_index() if catalogue == SHIPPED else catalogue_index(catalogue)
     return Matcher(prefilter, signatures, metrics, index)
 
 
