@@ -138,19 +138,17 @@ def _database(index: CatalogueIndex):
 
 
 def candidates(index: CatalogueIndex, data, begin, end):
-    """(events, entries) numpy arrays: each (event, entry) pair whose entry's pattern the pass found in the
-    event's bytes [begin, end) of `data` (events in order, not overlapping), once."""
+    """(spans, entries) numpy arrays: each (span, entry) pair whose entry's pattern the pass found in the span's
+    bytes [begin, end) of `data` (spans in order, not overlapping: an event's, or a line's), once."""
     import numpy as np
 
     none = np.zeros(0, dtype=np.int64)
     if not len(begin):
         return none, none
-    joined = bytearray()
-    starts = np.empty(len(begin), dtype=np.int64)
-    view = memoryview(data)
-    for i, (a, b) in enumerate(zip(begin.tolist(), end.tolist(), strict=True)):
-        starts[i] = len(joined)
-        joined += view[a:b]
+    sizes = (end - begin).astype(np.int64)
+    starts = np.cumsum(sizes) - sizes  # where each span starts in the joined bytes
+    total = int(sizes.sum())
+    joined = np.asarray(data)[np.repeat(begin - starts, sizes) + np.arange(total, dtype=np.int64)].tobytes()
     ids: list[int] = []
     ends: list[int] = []
 
@@ -160,8 +158,8 @@ def candidates(index: CatalogueIndex, data, begin, end):
 
     database = _database(index)
     if database is None:
-        return _candidates_re2(index, bytes(joined), starts)
-    database.scan(bytes(joined), match_event_handler=on_match)
+        return _candidates_re2(index, joined, starts)
+    database.scan(joined, match_event_handler=on_match)
     if not ids:
         return none, none
     event = np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, side="right") - 1

@@ -309,11 +309,28 @@ class _Events:
         if not layout_by_id(self.part.layout).timed:
             evidence[:] = True
         at = np.flatnonzero(evidence)
-        events, numbers = candidates(index, self.data, self.starts[self.first[at]], self.ends[capped[at]])
+        lines, owner = self._lines_but_frames(at, capped)
+        spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines])
         found: dict[int, list[int]] = {}
-        for event, entry in zip(at[events].tolist(), numbers.tolist(), strict=True):
+        for event, entry in zip(owner[spans].tolist(), numbers.tolist(), strict=True):
             found.setdefault(event, []).append(entry)
         return {event: sorted(set(numbers)) for event, numbers in found.items()}
+
+    def _lines_but_frames(self, events, capped):
+        """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
+        is matched on a line that is no frame (catalogue.entry_hits), and frames are most of a trace's bytes."""
+        import numpy as np
+
+        first = self.first[events]
+        count = capped[events] - first + 1
+        owner = np.repeat(events, count)
+        lines = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()), dtype=np.int64)
+        at = self.starts[lines]
+        top = len(self.data) - 1
+        frame = self.data[at] == 9  # a tab, then "at "
+        for offset, byte in ((1, 97), (2, 116), (3, 32)):
+            frame &= self.data[np.minimum(at + offset, top)] == byte
+        return lines[~frame], owner[~frame]
 
     def _batch(self, keep, begin, end, found, rows, matcher: Matcher | None, entries: dict, repeats: dict):
         import numpy as np
