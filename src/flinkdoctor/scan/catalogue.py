@@ -63,7 +63,8 @@ def catalogue_index(catalogue, key: str | None = None) -> CatalogueIndex | None:
         digest = hashlib.sha256("\0".join(f"{e.id}\1{e.regex}" for e in catalogue.entries).encode("utf-8"))
         key = digest.hexdigest()[:32]
     key = f"{key}-{_code()}-{_engine()}"
-    index = cached("catalogue-index", key)
+    name = "catalogue-index" if catalogue is None else "catalogue-index-other"  # another never evicts the shipped
+    index = cached(name, key)
     if isinstance(index, CatalogueIndex) and index.key == key:
         return index
     if catalogue is None:
@@ -88,7 +89,7 @@ def catalogue_index(catalogue, key: str | None = None) -> CatalogueIndex | None:
         key,
         _serialized(patterns),
     )
-    store("catalogue-index", key, index)
+    store(name, key, index)
     return index
 
 
