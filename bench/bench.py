@@ -1,8 +1,16 @@
 """Benchmark: flinkdoctor diagnose against Spark's own scan floor and grep, on bundles built from real lines.
 
-    python bench/bench.py --sizes 1G,8G [--out bench/out] [--keep]
+    python bench/bench.py [--sizes 1G,8G] [--corpora lab,production] [--jobs 1,100,10000,100000]
+                          [--files 1,100,10000,100000] [--checkpoints 10000,100000,1000000] [--axes ...]
+                          [--out bench/out] [--keep]
 
-Every size in one run, each in fresh processes: grep, Spark's whole-process floor (session, then
+One run measures every axis (bench/corpus.py builds the bundles from the fault lab's real lines):
+- bytes: each size of each corpus (`lab`: the lab-dense replay; `production`: a long healthy run with three
+  incidents);
+- jobs: one JobManager log of --jobs-size bytes (2 GiB: 100,000 whole job lifecycles fit) with 1 to 100,000 jobs;
+- files: the production corpus of --files-size bytes cut into 1 to 100,000 rolled files;
+- checkpoints (events per job): one job's JobManager log with 10,000 to 1,000,000 checkpoints.
+Each point in fresh processes: grep, Spark's whole-process floor (session, then
 `spark.read.text(files).filter(contains("Caused by")).count()`), and `flinkdoctor diagnose`; then a seed-sized
 bundle cold (a fresh diagnose process against a fresh process of Spark session + one trivial job).
 The floor and the baseline are plain Spark (FLINKDOCTOR_JVM_ARCHIVE=0); each is also timed with flinkdoctor's
@@ -22,15 +30,20 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
 import threading
 import time
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402  (bench/corpus.py, beside this file)
+
 HEADER = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})(\s+[A-Z]+\s+\S+\s+\[[^\]]*\]\s+-\s.*)$")
 HEX32 = re.compile(r"\b[0-9a-f]{32}\b")
 FILE_BYTES = 100 * 1024 * 1024
@@ -141,7 +154,10 @@ def timed(cmd: list[str], **kwargs) -> tuple[float, PeakRss, subprocess.Complete
 SPARK_FLOOR = """
 import sys, time
 t0 = time.perf_counter()
-from flinkdoctor.runtime.spark import spark_session
+try:
+    from flinkdoctor.runtime.spark import spark_session
+except ImportError:  # a build before the stage packages (a baseline run)
+    from flinkdoctor.spark import spark_session
 from pyspark.sql import functions as F
 spark = spark_session()
 t1 = time.perf_counter()
@@ -150,33 +166,99 @@ t2 = time.perf_counter()
 print(t1 - t0, t2 - t1, n)
 """
 TRIVIAL_JOB = """
-from flinkdoctor.runtime.spark import spark_session
+try:
+    from flinkdoctor.runtime.spark import spark_session
+except ImportError:
+    from flinkdoctor.spark import spark_session
 print(spark_session().range(10).count())
 """
 SEED = ROOT / "tests" / "data" / "seeds" / "000"
 
 
-def run_size(label: str, out: Path, keep: bool, py: str, env: dict) -> dict:
-    size = int(float(label[:-1]) * {"M": 2**20, "G": 2**30}[label[-1].upper()])
-    bundle = out / f"bundle-{label}"
-    files = sorted(bundle.rglob("*.log")) if keep and bundle.exists() else build(bundle, size)
+def size_of(label: str) -> int:
+    return int(float(label[:-1]) * {"M": 2**20, "G": 2**30}[label[-1].upper()])
+
+
+def bundle_files(bundle: Path, keep: bool, make) -> list[Path]:
+    """The bundle's files: those already built (--keep), else `make()` builds them afresh."""
+    built = bundle.with_name(bundle.name + ".built")  # beside the bundle: diagnose reads all that is in it
+    if keep and built.exists():
+        return sorted(p for p in bundle.rglob("*") if p.is_file())
+    shutil.rmtree(bundle, ignore_errors=True)
+    built.unlink(missing_ok=True)
+    files = make()
+    built.write_text("")
+    return files
+
+
+def measure(point: dict, bundle: Path, files: list[Path], out: Path, py: str, env: dict, full: bool) -> dict:
+    """One point of an axis: the bundle's bytes and lines, grep, Spark's floor (plain; with `full`, also with
+    the class archive), and diagnose. Files are handed to grep and Spark's floor by their folder when there are
+    many (a command line holds only so many)."""
     total = sum(f.stat().st_size for f in files)
-    lines = sum(
-        int(subprocess.run(["wc", "-l", str(f)], capture_output=True, text=True).stdout.split()[0]) for f in files
-    )
-    results: dict = {"size": label, "bytes": total, "lines": lines, "files": len(files)}
-    results["grep_literal_s"], _, _ = timed(["grep", "-c", "Caused by", *map(str, files)])
-    results["grep_5_alternatives_s"], _, _ = timed(
-        ["grep", "-c", "-E", "Exception|expired before|lost the leadership|soft lockup|Heartbeat of", *map(str, files)]
-    )
-    seconds, floor_rss, floor = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=plain(env))
+    lines = 0
+    for f in files:
+        with f.open("rb") as handle:
+            lines += sum(chunk.count(b"\n") for chunk in iter(lambda h=handle: h.read(1 << 24), b""))
+    results: dict = {**point, "bytes": total, "lines": lines, "files": len(files)}
+    paths = [str(f) for f in files] if len(files) <= 1000 else [str(bundle)]
+    grep = ["grep", "-c", "-r", "Caused by", *paths]
+    results["grep_literal_s"], _, _ = timed(grep)
+    if full:
+        results["grep_5_alternatives_s"], _, _ = timed(
+            ["grep", "-c", "-r", "-E", "Exception|expired before|lost the leadership|soft lockup|Heartbeat of", *paths]
+        )
+    seconds, floor_rss, floor = timed([py, "-c", SPARK_FLOOR, *paths], env=plain(env))
+    if floor.returncode != 0:
+        sys.exit(f"Spark floor failed:\n{floor.stderr[-3000:]}")
     session_s, scan_s, _ = floor.stdout.split()
     results.update(
         floor_s=seconds, floor_session_s=float(session_s), floor_scan_s=float(scan_s), floor_jvm_rss=floor_rss.java
     )
-    results["floor_with_archive_s"], _, _ = timed([py, "-c", SPARK_FLOOR, *map(str, files)], env=env)
+    if full:
+        results["floor_with_archive_s"], _, _ = timed([py, "-c", SPARK_FLOOR, *paths], env=env)
     results.update(diagnose(bundle, out, py, env))
     return results
+
+
+def axis_points(args, out: Path) -> list[tuple[dict, Path, object, bool]]:
+    """(point, bundle folder, builder, full) for every point of every axis asked for."""
+    points: list[tuple[dict, Path, object, bool]] = []
+    axes = args.axes.split(",")
+    if "bytes" in axes:
+        for name in args.corpora.split(","):
+            for label in args.sizes.split(","):
+                bundle = out / f"{name}-{label}"
+                builder = {"lab": build, "production": corpus.build_production}[name]
+                make = partial(_sized, builder, size_of(label))
+                points.append(({"axis": "bytes", "corpus": name, "size": label}, bundle, make, True))
+    if "jobs" in axes:
+        for jobs in map(int, args.jobs.split(",")):
+            bundle = out / f"jobs-{args.jobs_size}-{jobs}"
+            make = lambda b, n=jobs: corpus.build_jobs(b, n, size=size_of(args.jobs_size))  # noqa: E731
+            points.append(({"axis": "jobs", "jobs": jobs, "size": args.jobs_size}, bundle, make, False))
+    if "files" in axes:
+        for count in map(int, args.files.split(",")):
+            bundle = out / f"files-{args.files_size}-{count}"
+            make = lambda b, n=count: _split_production(b, n, args.files_size, out)  # noqa: E731
+            points.append(({"axis": "files", "file_count": count, "size": args.files_size}, bundle, make, False))
+    if "checkpoints" in axes:
+        for count in map(int, args.checkpoints.split(",")):
+            bundle = out / f"checkpoints-{count}"
+            make = lambda b, n=count: corpus.build_jobs(b, 1, checkpoints=n)  # noqa: E731
+            points.append(({"axis": "checkpoints", "checkpoints": count}, bundle, make, False))
+    return points
+
+
+def _sized(builder, size: int, bundle: Path) -> list[Path]:
+    return builder(bundle, size)
+
+
+def _split_production(bundle: Path, count: int, label: str, out: Path) -> list[Path]:
+    """The production corpus of `label` bytes (built once under out/), cut into `count` files."""
+    whole = out / f"production-{label}"
+    source = bundle_files(whole, True, lambda: corpus.build_production(whole, size_of(label)))
+    return corpus.split_files(source, bundle, count)
 
 
 def plain(env: dict) -> dict:
@@ -195,8 +277,17 @@ def first_run(out: Path, py: str, env: dict) -> float:
 def diagnose(bundle: Path, out: Path, py: str, env: dict, extra: tuple[str, ...] = ()) -> dict:
     command = [py, "-m", "flinkdoctor", "diagnose", str(bundle), "--format", "json", "--work-dir", str(out / "work")]
     seconds, rss, run = timed([*command, *extra], env=env)
-    if run.returncode not in (0, 1, 2):
-        sys.exit(f"diagnose failed:\n{run.stderr[-3000:]}")
+    if run.returncode not in (0, 1, 2):  # recorded, and the run goes on with the next point
+        return {
+            "diagnose_s": seconds,
+            "driver_peak_rss": rss.python,
+            "jvm_peak_rss": rss.java,
+            "failed": run.stderr[-1500:],
+            "timings": None,
+            "counted_lines": 0,
+            "events": None,
+            "root_causes": [],
+        }
     report = json.loads(run.stdout)
     return {
         "diagnose_s": seconds,
@@ -245,11 +336,22 @@ def seed_warm(out: Path, py: str, env: dict, runs: int = 3) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1G,8G", help="bundle sizes, e.g. 500M,1G,8G (default 1G,8G)")
+    parser.add_argument("--axes", default="bytes,jobs,files,checkpoints", help="axes to measure")
+    parser.add_argument("--sizes", default="1G,8G", help="bundle sizes of the bytes axis (default 1G,8G)")
+    parser.add_argument("--corpora", default="lab,production", help="corpora of the bytes axis")
+    parser.add_argument("--jobs", default="1,100,10000,100000", help="distinct jobs in one JobManager log")
+    parser.add_argument("--jobs-size", default="2G", help="bytes of the jobs axis' JobManager log")
+    parser.add_argument("--files", default="1,100,10000,100000", help="files the production corpus is cut into")
+    parser.add_argument("--files-size", default="1G", help="bytes of the files axis' bundle")
+    parser.add_argument("--checkpoints", default="10000,100000,1000000", help="checkpoints of one job")
+    parser.add_argument("--no-seed", action="store_true", help="skip the seed-sized cold and warm runs")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
     parser.add_argument("--keep", action="store_true", help="reuse bundles already built in --out")
+    parser.add_argument("--label", default="", help="a name for this run's rows in results.jsonl")
+    parser.add_argument("--build-only", action="store_true", help="build the bundles (no Spark), measure nothing")
     args = parser.parse_args()
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
     env = {
         "SPARK_LOCAL_IP": "127.0.0.1",
@@ -257,33 +359,61 @@ def main() -> None:
         "FLINKDOCTOR_STATE_DIR": str(out / "state-cold"),
         **{k: os.environ[k] for k in ("PYTHONPATH", "FLINKDOCTOR_SPARK_CONF", "JAVA_HOME") if k in os.environ},
     }
+    if args.build_only:
+        for _, bundle, make, _ in axis_points(args, out):
+            files = bundle_files(bundle, args.keep, lambda b=bundle, m=make: m(b))
+            print(f"{bundle.name}: {len(files)} files, {sum(f.stat().st_size for f in files):,} bytes", flush=True)
+        return
+    log = (out / "results.jsonl").open("a", encoding="utf-8")
     first = first_run(out, py, env)
     print(json.dumps({"first_run_s": first}), flush=True)
     rows = []
-    for label in args.sizes.split(","):
-        rows.append(run_size(label, out, args.keep, py, env))
+    for point, bundle, make, full in axis_points(args, out):
+        files = bundle_files(bundle, args.keep, lambda b=bundle, m=make: m(b))
+        rows.append({"label": args.label, **measure(point, bundle, files, out, py, env, full)})
         print(json.dumps(rows[-1]), flush=True)
-    seed = seed_cold(out, py, env)
-    warm = seed_warm(out, py, env)
-    print(json.dumps({"sizes": rows, "seed": seed, "warm": warm}, indent=2))
+        log.write(json.dumps(rows[-1]) + "\n")
+        log.flush()
+    seed = warm = None
+    if not args.no_seed:
+        seed = seed_cold(out, py, env)
+        warm = seed_warm(out, py, env)
+        log.write(json.dumps({"seed": seed, "warm": warm}) + "\n")
+    print(json.dumps({"rows": rows, "seed": seed, "warm": warm}, indent=2))
+    report(rows, seed, warm, first)
+
+
+def point_name(r: dict) -> str:
+    if r["axis"] == "bytes":
+        return f"{r['corpus']} {r['size']}"
+    if r["axis"] == "files":
+        return f"{r['file_count']:,} files"
+    return f"{r[r['axis']]:,} {r['axis']}"
+
+
+def report(rows: list[dict], seed: dict | None, warm: dict | None, first: float) -> None:
+    """The run's tables, as bench/RESULTS.md shows them."""
     print()
     print(
-        "| size | lines | grep -c | Spark floor (session + scan) | diagnose | of floor | lines/s | driver / JVM peak |"
+        "| axis | point | bytes | lines | files | Spark floor (session + scan) | diagnose | of floor | lines/s "
+        "| driver / JVM peak |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['bytes'] / 2**30:.2f} GiB | {r['lines']:,} (counted {r['counted_lines']:,}) | "
-            f"{r['grep_literal_s']:.1f} s | {r['floor_s']:.1f} s "
+            f"| {r['axis']} | {point_name(r)} | {r['bytes'] / 2**30:.2f} GiB | {r['lines']:,} "
+            f"(counted {r['counted_lines']:,}) | {r['files']:,} | {r['floor_s']:.1f} s "
             f"({r['floor_session_s']:.1f} + {r['floor_scan_s']:.1f}) | "
             f"{r['diagnose_s']:.1f} s | {100 * r['floor_s'] / r['diagnose_s']:.0f} % | "
             f"{r['lines'] / r['diagnose_s']:,.0f} | "
             f"{r['driver_peak_rss'] / 2**30:.2f} / {r['jvm_peak_rss'] / 2**30:.2f} GiB |"
         )
-    if len(rows) > 1:
-        print(f"\ntime {rows[-1]['size']} / {rows[0]['size']}: {rows[-1]['diagnose_s'] / rows[0]['diagnose_s']:.2f}x")
     for r in rows:
-        print(f"{r['size']} stages: {r['timings']}")
+        print(f"{r['axis']} {r.get('corpus', '')} {r.get('size', '')} stages: {r['timings']}; roots {r['root_causes']}")
+        if "floor_with_archive_s" in r:
+            print(f"  floor with the class archive: {r['floor_with_archive_s']:.1f} s")
+    if seed is None or warm is None:
+        return
     print(
         f"\nseed {seed['seed']} cold: diagnose {seed['diagnose_s']:.1f} s, session + trivial job "
         f"{seed['session_trivial_job_s']:.1f} s ({seed['diagnose_s'] / seed['session_trivial_job_s']:.2f}x)"
@@ -293,8 +423,6 @@ def main() -> None:
         f"({seed['diagnose_s'] / seed['session_trivial_job_with_archive_s']:.2f}x); diagnose without it "
         f"{seed['diagnose_without_archive_s']:.1f} s; a machine's first run (writes the archive) {first:.1f} s"
     )
-    for r in rows:
-        print(f"{r['size']} floor with the class archive: {r['floor_with_archive_s']:.1f} s")
     print(f"seed warm (server started in {warm['server_start_s']:.1f} s): {warm.get('warm_s') or warm.get('error')}")
     print(f"same root causes cold and warm: {warm.get('root_causes') == seed['root_causes']}")
 

@@ -10,6 +10,7 @@ import json
 import re
 import tarfile
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -284,9 +285,12 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
         table = events.table(spark)
         lines = table.selectExpr("sum(size(measures))").first()[0]
         found = extract(table, metrics, events.blocks, manifest)  # reduced in Spark, whatever the count
-        measured[name] = (lines, [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found])
+        bulk = found.checkpoints.select(["metric", "sid", "line", "checkpoint"]).to_pylist()  # (in columns)
+        rows = [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found]
+        rows += [(r["metric"], r["sid"], r["line"], str(r["checkpoint"])) for r in bulk]
+        measured[name] = (lines, sorted(rows, key=lambda r: (r[1], r[2])))
         every = extract(table, metrics, events.blocks, manifest, lines)  # few: every line, merged by the analytics
-        assert len(every) == lines > len(found)
+        assert len(every) == lines > len(found) + len(bulk)
         assert analyse(every, manifest, None).checkpoints == analyse(found, manifest, None).checkpoints
     (lines_once, once), (lines_twice, twice) = measured["once"], measured["twice"]
     assert lines_twice == 2 * lines_once
@@ -339,3 +343,189 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
     for rule, keys in ordered.items():
         picked = {(r["sid"], r["block"], r["first_rel"]) for r in rows if r["rule"] == rule}
         assert picked == set(keys[:3]) | set(keys[-3:])
+
+
+def _job_measures(job: str, sid: int, checkpoints: int, start: datetime):
+    """A job's trigger and completion measures, from the lines the healthy 1.20.3 lab run's JobManager printed
+    (tests/data/lab/1.20.3/healthy.tar.gz: "Triggering checkpoint 1 (type=...) @ 1795345683861 for job ...",
+    "Completed checkpoint 1 for job ... (7387 bytes, checkpointDuration=299 ms, finalizationTime=5 ms).")."""
+    from flinkdoctor.analytics.metrics import Measure
+
+    found = []
+    for n in range(1, checkpoints + 1):
+        at = start + timedelta(seconds=2 * n)
+        epoch = str(int((at - datetime(1970, 1, 1)).total_seconds() * 1000))
+        trigger = (
+            f"Triggering checkpoint {n} (type=CheckpointType{{name='Checkpoint', sharingFilesStrategy="
+            f"FORWARD_BACKWARD}}) @ {epoch} for job {job}."
+        )
+        done = (
+            f"Completed checkpoint {n} for job {job} (7387 bytes, checkpointDuration={20 + n} ms, "
+            "finalizationTime=1 ms)."
+        )
+        found.append(
+            Measure(
+                "checkpoint-triggered",
+                "checkpoint-trigger",
+                sid,
+                2 * n,
+                at,
+                None,
+                trigger,
+                {"checkpoint": str(n), "epoch_ms": epoch, "job": job},
+            )
+        )
+        found.append(
+            Measure(
+                "checkpoint-completed-with-finalization",
+                "checkpoint-completed",
+                sid,
+                2 * n + 1,
+                at + timedelta(milliseconds=20 + n),
+                None,
+                done,
+                {"checkpoint": str(n), "job": job, "bytes": "7387", "duration_ms": str(20 + n)},
+            )
+        )
+    return found
+
+
+def test_many_jobs_each_analysed_as_alone():
+    """A session cluster's JobManager log names thousands of jobs: each job's analysis is the one it has alone
+    (its own points and trigger times), and the cost grows with the points, not with jobs times points."""
+    import time
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.sources.ingest import Manifest
+
+    def run(jobs: int):
+        measures = []
+        for k in range(jobs):
+            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+        began = time.perf_counter()
+        section, _ = analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), {0: "jobmanager.log"})
+        return section, time.perf_counter() - began
+
+    alone, _ = run(1)
+    few, few_s = run(400)
+    many, many_s = run(4000)
+    assert len(few.jobs) == 400 and len(many.jobs) == 4000
+    for job in (few.jobs[0], many.jobs[1234], many.jobs[-1]):
+        assert (job.counts, job.interval, job.percentiles) == (
+            alone.jobs[0].counts,
+            alone.jobs[0].interval,
+            alone.jobs[0].percentiles,
+        )
+    assert job.interval and job.interval.ms == 2000 and job.counts == {"completed": 6}
+    assert many_s < 30 * max(few_s, 0.01)  # 10x the jobs: linear is 10x, the old per-job scan of all points 100x
+
+
+def test_a_long_run_reports_a_bounded_series_with_every_failure_and_extreme():
+    """Past SERIES_MAX points a job's series keeps every point that did not complete and each time span's
+    shortest and longest completed one; its counts and percentiles are still every checkpoint's."""
+    from flinkdoctor.analytics import checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.sources.ingest import Manifest
+
+    job = "1fdf09bfd9a6f5522794ffa2f96c327e"
+    measures = _job_measures(job, 0, 3 * checkpoints.SERIES_MAX, datetime(2026, 3, 1))
+    section, _ = checkpoints.analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+    (report,) = section.jobs
+    n = 3 * checkpoints.SERIES_MAX
+    assert report.counts == {"completed": n} and report.percentiles["max"] == 20 + n
+    assert len(report.series) <= checkpoints.SERIES_MAX
+    durations = [p.duration_ms for p in report.series]
+    assert min(durations) == 21 and max(durations) == 20 + n  # the shortest and the longest are kept
+    assert [p.time for p in report.series] == sorted(p.time for p in report.series)
+
+
+def _as_columns(measures):
+    """The triggers and completions of `measures` as metrics._split_columnar gives them (a long run's)."""
+    import pyarrow as pa
+
+    bulk = [m for m in measures if m.measures in ("checkpoint-trigger", "checkpoint-completed")]
+    number = [int(m.captures["checkpoint"]) for m in bulk]
+    return pa.table(
+        {
+            "kind": [m.measures for m in bulk],
+            "job": [m.captures["job"] for m in bulk],
+            "checkpoint": pa.array(number, pa.int64()),
+            "time": pa.array([m.time for m in bulk], pa.timestamp("us")),
+            "epoch_ms": pa.array([int(m.captures["epoch_ms"]) if "epoch_ms" in m.captures else None for m in bulk]),
+            "duration_ms": pa.array([float(m.captures.get("duration_ms") or "nan") for m in bulk]).cast(pa.float64()),
+            "bytes": pa.array([int(m.captures["bytes"]) if "bytes" in m.captures else None for m in bulk], pa.int64()),
+            "sid": pa.array([m.sid for m in bulk], pa.int32()),
+            "line": pa.array([m.line for m in bulk], pa.int64()),
+            "host": pa.array([m.host for m in bulk], pa.string()),
+            "text": pa.array([m.text if m.measures == "checkpoint-completed" else None for m in bulk], pa.string()),
+        }
+    )
+
+
+def test_a_long_runs_checkpoints_in_bulk_give_the_same_analysis():
+    """The columns of a long run's triggers and completions (read in bulk) give the analysis that Measures of
+    the same lines give: counts, percentiles, trend, interval, the expiries' durations from their triggers, the
+    series and the evidence."""
+    import pyarrow.compute as pc
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measure, Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    job = "1fdf09bfd9a6f5522794ffa2f96c327e"
+    measures = _job_measures(job, 0, 3000, datetime(2026, 3, 1)) + _job_measures("e" * 32, 1, 40, datetime(2026, 3, 2))
+    # checkpoints 2990 to 3000 expired instead (Flink 1.20.3's line, CheckpointCoordinator), measured on their own
+    expired = [m for m in measures if m.captures["job"] == job and int(m.captures["checkpoint"]) > 2990]
+    measures = [m for m in measures if m not in expired or m.measures == "checkpoint-trigger"]
+    for m in expired:
+        if m.measures == "checkpoint-completed":
+            n = m.captures["checkpoint"]
+            text = f"Checkpoint {n} of job {job} expired before completing."
+            measures.append(Measure("checkpoint-expired", "checkpoint-expired", 0, m.line, m.time, None, text,
+                                    {"checkpoint": n, "job": job}))  # fmt: skip
+    measures.sort(key=lambda m: (m.sid, m.line))
+    paths = {0: "jobmanager.log", 1: "jobmanager.log.1"}
+    plain, plain_jobs = analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), paths)
+    columns = _as_columns(measures)
+    rest = Measured(m for m in measures if m.measures not in ("checkpoint-trigger", "checkpoint-completed"))
+    rest.checkpoints = columns
+    bulk, bulk_jobs = analyse_checkpoints(rest, Manifest([], Path("."), None), Effective(), paths)
+    assert pc.sum(pc.equal(columns.column("kind"), "checkpoint-completed")).as_py() == 3000 + 40 - 10
+    assert bulk.missing == plain.missing
+    for ours, theirs in zip(bulk.jobs, plain.jobs, strict=True):
+        assert ours == theirs
+    assert [j.evidence for j in bulk_jobs] == [j.evidence for j in plain_jobs]
+    first = plain.jobs[0] if plain.jobs[0].job == job else plain.jobs[1]
+    assert first.counts == {"completed": 2990, "expired": 10} and first.interval and first.interval.ms == 2000
+
+
+def test_bundles_scanned_together_get_each_its_own_checkpoints_in_bulk(spark, rules, tmp_path):
+    """The reduced measures (the triggers and completions in columns, as a long run's are) of two real runs
+    scanned together, split by bundle, give each run the checkpoint analysis it gets scanned alone."""
+    from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.pipeline import combine
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    runs = [LAB / "1.20.3" / "healthy.tar.gz", LAB / "2.1.1" / "checkpoint-timeout.tar.gz"]
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=None)
+
+    def measured(manifests, work, bundle_of=None):
+        manifest = combine(manifests)[0]
+        events = build_events(spark, manifest, work, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
+        return extract(events.table(spark), metrics, events.blocks, manifest)  # reduced: triggers in columns
+
+    manifests = [ingest([run], tmp_path / f"in{i}") for i, run in enumerate(runs)]
+    _, views, bundle_of = combine(manifests)
+    together = measured(manifests, tmp_path / "together", bundle_of).by_bundle(bundle_of, len(runs))
+    for b, run in enumerate(runs):
+        alone_manifest = ingest([run], tmp_path / f"alone{b}")
+        alone = measured([alone_manifest], tmp_path / f"work{b}")
+        assert alone.checkpoints is not None and len(together[b].checkpoints) == len(alone.checkpoints) > 0
+        mine = analyse(together[b], views[b], None).checkpoints
+        assert mine == analyse(alone, alone_manifest, None).checkpoints, run
+        assert mine.jobs

@@ -33,7 +33,10 @@ def _lab_log(tmp_path: Path, name: str) -> Path:
 
 
 def _scan(path: Path, split: int, prefilter, layout="flink-log4j2", pieces=False):
-    """Kept events as (file first line, file last line, text, sigs, orphan) and the summed stats."""
+    """Kept events as (file first line, file last line, text, sigs, orphan) and the summed stats. The WARN+ events
+    nothing can match are kept per range, the first and last of each logger, message and level standing for all
+    (scanner._warned_groups): merged across ranges into (first line of the first, last line of the last, the
+    first's text, [], orphan, how many), they are the same whatever the ranges."""
     size = path.stat().st_size
     source = Source(id=7, path="x", kind="flink-jobmanager", layout=layout, staged=str(path))
     rows, stats, blocks = [], {"lines": 0, "unparsed": 0, "events": 0}, {}
@@ -47,17 +50,25 @@ def _scan(path: Path, split: int, prefilter, layout="flink-log4j2", pieces=False
             else:
                 rows += out.to_pylist()
     offsets = block_offsets(blocks)
-    events = [
-        (
+    events, warned = [], {}
+    for r in rows:
+        event = (
             file_line(source, offsets, r["block"], r["first_rel"]),
             file_line(source, offsets, r["block"], r["last_rel"]),
             r["text"],
             r["sigs"],
             r["orphan"],
         )
-        for r in rows
-    ]
-    return events, stats
+        if r["sigs"]:
+            events.append(event)
+            continue
+        group = warned.setdefault((r["logger"], r["message"], r["level"]), [event, event, 0])
+        group[0] = min(group[0], event)
+        group[1] = max(group[1], event)
+        group[2] += r["repeats"]
+    for first, last, count in warned.values():
+        events.append((first[0], last[1], first[2], first[3], first[4], count))
+    return sorted(events, key=lambda e: e[:2]), stats
 
 
 def test_events_straddling_ranges_come_out_once_whole_with_file_line_numbers(tmp_path, prefilter):
@@ -68,9 +79,10 @@ def test_events_straddling_ranges_come_out_once_whole_with_file_line_numbers(tmp
     assert whole_stats["lines"] == data.count(b"\n")
     traces = [e for e in whole if e[1] > e[0]]
     assert traces, "the log holds multi-line events (stack traces)"
-    for first, last, text, _sigs, _orphan in whole:  # the text is the file's lines, numbered as in the file
+    for first, last, text, sigs, *_ in whole:  # the text is the file's lines, numbered as in the file
         assert text.split("\n")[0] == lines[first - 1]
-        assert text.split("\n")[-1] == lines[min(last, first + 999) - 1]
+        if sigs:  # (a group of WARN+ events spans from its first to its last)
+            assert text.split("\n")[-1] == lines[min(last, first + 999) - 1]
     for split in (97, 1000, 4096, 65536):
         events, stats = _scan(path, split, prefilter)
         assert stats == whole_stats, split
@@ -113,9 +125,10 @@ def test_crlf_and_a_last_line_without_newline_are_counted_like_the_file(tmp_path
     path.write_bytes(data)
     whole, stats = _scan(path, len(data), prefilter)
     assert stats["lines"] == data.count(b"\n") + 1  # the last line has no newline but is a line
-    assert not any("\r" in text for _f, _l, text, _s, _o in whole)
-    last_line = warn.decode("utf-8")
-    assert whole[-1][2] == last_line  # the file's last event, not a character short
+    assert not any("\r" in event[2] for event in whole)
+    last_line = warn.decode("utf-8").rstrip("\r")
+    copied = next(e for e in whole if e[2].split("\n")[0] == last_line)  # the group of the copied line
+    assert copied[1] == stats["lines"]  # it ends on the file's last line, not a character short
     for split in (101, 5000):
         assert _scan(path, split, prefilter) == (whole, stats)
 

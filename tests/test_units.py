@@ -9,10 +9,10 @@ import pytest
 from flinkdoctor.diagnosis.correlate import onset
 from flinkdoctor.diagnosis.findings import Finding, block_offsets, keep_applicable
 from flinkdoctor.knowledge.regexes import nested_quantifier
-from flinkdoctor.knowledge.rulebook import Signature, load_rules
+from flinkdoctor.knowledge.rulebook import Signature, load_rules, required_literals
 from flinkdoctor.knowledge.versions import detect, matches, specifier
 from flinkdoctor.safety.masking import mask
-from flinkdoctor.scan.prefilter import build_prefilter, required_literals
+from flinkdoctor.scan.prefilter import build_prefilter
 from flinkdoctor.sources.layouts import detect_layout
 
 
@@ -82,33 +82,69 @@ def test_required_literals_come_from_the_parse_tree(signature, literals):
     assert required_literals(signature) == literals
 
 
-def test_every_shipped_signature_has_a_prefilter_literal():
+def test_every_shipped_signature_has_a_prefilter_pattern():
     rules = load_rules()
     prefilter = build_prefilter(rules)
     assert all(prefilter.signatures)
     assert sum(len(r.signatures) for r in rules) == len(prefilter.signatures)
 
 
-def test_rare_hits_name_the_events_holding_each_literal_where_it_counts():
-    """A header-only literal counts only in an event's first line; a part where no literal counts gives none."""
+def _hits(rules, text: bytes):
+    """The pass over `text` cut into events at each line that starts with a year (a log4j header)."""
+    import re
+
     import numpy as np
 
-    from flinkdoctor.scan.prefilter import Prefilter, rare_hits
+    from flinkdoctor.scan.prefilter import scan
 
-    prefilter = Prefilter(("lost the leadership", "Caused by"), (True, False), ((0,), (1,)), (0, 1))
-    text = (
-        b"2026-03-01 00:00:00,001 INFO x - JobMaster lost the leadership\n"
-        b"2026-03-01 00:00:00,002 WARN x - failed\n"
-        b"Caused by: java.io.IOException: lost the leadership\n"
+    prefilter = build_prefilter(rules)
+    begin = np.array([m.start() for m in re.finditer(rb"(?m)^20\d\d-", text)], dtype=np.int64)
+    first_line_end = np.array([text.index(b"\n", b) + 1 for b in begin], dtype=np.int64)
+    hits = scan(prefilter, np.frombuffer(text, dtype=np.uint8), begin, first_line_end)
+    return prefilter, hits
+
+
+# lines as Flink 1.20.3 prints them (tests/data/lab/1.20.3/checkpoint-timeout.tar.gz and network-buffers.tar.gz)
+EXPIRED = (
+    b"2026-11-22 11:12:07,808 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Checkpoint 1 "
+    b"of job 1fdf09bfd9a6f5522794ffa2f96c327e expired before completing.\n"
+)
+TRIGGERING = (
+    b"2026-11-22 11:12:02,808 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Triggering "
+    b"checkpoint 1 (type=CheckpointType{name='Checkpoint', sharingFilesStrategy=FORWARD_BACKWARD}) @ 1795345922802 "
+    b"for job 1fdf09bfd9a6f5522794ffa2f96c327e.\n"
+)
+CAUSED_BY = (
+    b"Caused by: java.io.IOException: Insufficient number of network buffers: required 9, but only 1 available.\n"
+)
+
+
+def _rule(*signatures):
+    from flinkdoctor.knowledge.rulebook import Rule
+
+    return Rule("t", "t", "other", "cause", tuple(signatures), "", (), "t.yaml")
+
+
+def test_the_pass_names_the_events_each_whole_regex_can_match():
+    """An event is a candidate of a signature when each of its regexes can match in it (not because it holds a
+    literal of one); level words count in an event's first line only."""
+    rule = _rule(
+        Signature(text=r"Checkpoint (?<id>\d+) of job [0-9a-f]+ expired before completing"),
+        Signature(text=r"Insufficient number of network buffers", exception=r"java\.io\.IOException"),
     )
-    data = np.frombuffer(text, dtype=np.uint8)
-    begin = np.array([0, text.index(b"2026", 10)])
-    first_line_end = np.array([text.index(b"\n") + 1, text.index(b"\n", begin[1]) + 1])
-    found = rare_hits(prefilter, data, begin, first_line_end)
-    assert {k: v.tolist() for k, v in found.items()} == {0: [0], 1: [1]}
-    assert rare_hits(prefilter, data[begin[1] :], np.array([0]), first_line_end[1:] - begin[1]) == {1: [0]}
-    only_header = Prefilter(("lost the leadership",), (True,), ((0,),), (0,))
-    assert rare_hits(only_header, data[begin[1] :], np.array([0]), first_line_end[1:] - begin[1]) == {}
+    warned = EXPIRED.replace(b"INFO ", b"WARN ")
+    text = EXPIRED + EXPIRED.replace(b"Checkpoint 1 ", b"Checkpoint ") + warned + CAUSED_BY + TRIGGERING
+    prefilter, hits = _hits([rule], text)
+    assert hits.signature_events(prefilter.signatures[0]).tolist() == [0, 2]  # not the one without a number
+    assert hits.signature_events(prefilter.signatures[1]).tolist() == [2]  # both regexes, in its second line
+    assert hits.level_words.tolist() == [2]  # WARN in event 2's header; the trace's lines are no header
+
+
+def test_a_match_across_two_events_is_a_candidate_of_the_later_only():
+    """A regex's match that starts in one event and ends in the next makes the next a candidate (the matcher
+    then finds none in it); no event that holds a whole match is missed."""
+    prefilter, hits = _hits([_rule(Signature(text=r"completing\.\n2026"))], EXPIRED + TRIGGERING)
+    assert hits.signature_events(prefilter.signatures[0]).tolist() == [1]
 
 
 @pytest.mark.parametrize(
@@ -218,75 +254,6 @@ def test_the_scan_masks_the_texts_that_need_it_each_in_its_own_row():
     assert _masked(pa.array(texts).slice(1)).to_pylist() == expected[1:]  # an array that starts at an offset
 
 
-def _exact(pf, text):
-    """exact_signatures of `text` when the first pass hit every event with every rare literal."""
-    import numpy as np
-
-    from flinkdoctor.scan import prefilter
-
-    every = np.arange(len(text))
-    return prefilter.exact_signatures(pf, {lit: every for lit in pf.rare if lit >= 0}, every, text).to_pylist()
-
-
-def test_prefilter_lists_the_signatures_whose_literals_an_event_holds():
-    import numpy as np
-    import pyarrow as pa
-
-    from flinkdoctor.scan import prefilter
-
-    pf = prefilter.Prefilter(
-        literals=("heap space", "OutOfMemoryError", "State change: SUSPENDED", "x"),
-        header_only=(False, False, True, False),
-        signatures=((0, 1), (2,), (3,)),
-        rare=(0, 2, 3),
-    )
-    text = pa.array(
-        [
-            "a\njava.lang.OutOfMemoryError: Java heap space",  # both literals, on a continuation line
-            "State change: SUSPENDED",  # header-only literal in the header
-            "foo\nState change: SUSPENDED",  # ... but not in the first line
-            None,
-            "heap space",
-            "OutOfMemoryError: heap",
-            "x",
-            "x\nOutOfMemoryError heap space x OutOfMemoryError",  # literals repeated: each counts once
-        ]
-    )
-    expected = [[0], [1], [], [], [], [], [2], [0, 2]]
-    assert _exact(pf, text) == expected
-    assert _exact(pf, text.slice(1)) == expected[1:]
-    # only the events the first pass hit are listed
-    hit = {0: np.array([0, 4]), 2: np.array([1]), 3: np.array([], dtype=np.int64)}
-    assert prefilter.exact_signatures(pf, hit, np.arange(len(text)), text).to_pylist()[:2] == [[0], [1]]
-    assert prefilter.exact_signatures(pf, {2: np.array([1])}, np.arange(len(text)), text).to_pylist()[0] == []
-    # the fallback without Hyperscan finds the same pairs
-    rows = np.arange(len(text))
-    event, literal = prefilter._hits_pyarrow(pf, text.fill_null(""))
-    found = sorted(set(zip(*map(list, prefilter.literal_hits(pf, text, rows)), strict=True)))
-    assert sorted(zip(event.tolist(), literal.tolist(), strict=True)) == found
-
-
-def test_rules_whose_signature_holds_no_literal_are_refused(tmp_path):
-    from flinkdoctor.knowledge.rulebook import RuleError, builtin_rules_dir, load_rules
-
-    source = next(p for p in sorted(builtin_rules_dir().rglob("*.yaml")) if p.name != "relations.yaml")
-    text = source.read_text("utf-8")
-    assert "match:" in text
-    bad = tmp_path / source.name
-    bad.write_text(text.replace("match:", "match:\n  - message: '(?i)foo.*bar'", 1), "utf-8")
-    with pytest.raises(RuleError, match=r"match/0: no plain text .* add 'literal:'"):
-        load_rules([tmp_path], builtin=False)
-
-
-def test_literals_spanning_two_events_count_for_neither():
-    import pyarrow as pa
-
-    from flinkdoctor.scan import prefilter
-
-    pf = prefilter.Prefilter(literals=("ab",), header_only=(False,), signatures=((0,),), rare=(0,))
-    assert _exact(pf, pa.array(["xa", "bx", "ab"])) == [[], [], [0]]
-
-
 @pytest.mark.parametrize(
     "regex, compiles, problem",
     [
@@ -302,3 +269,26 @@ def test_every_loader_refuses_the_same_regexes(regex, compiles, problem):
     compiled, found = checked(regex)
     assert (compiled is not None) == compiles
     assert (found is None) if problem is None else (found is not None and problem in found)
+
+
+def test_a_message_below_the_first_line_is_matched_on_its_line():
+    """Every line is matchable: a `message` regex that does not match the header's message is tried on each later
+    line that is no stack frame (here a pasted event whose second line quotes the JobManager's message, both lines
+    as Flink 1.20.3 prints them: tests/data/lab/1.20.3/checkpoint-timeout.tar.gz)."""
+    from flinkdoctor.scan.matcher import Fields, build_matcher
+
+    rule = next(r for r in load_rules() if r.id == "checkpoint-expired")
+    matcher = build_matcher([rule], catalogue=None)
+    trigger = (
+        "Triggering checkpoint 1 (type=CheckpointType{name='Checkpoint', sharingFilesStrategy=FORWARD_BACKWARD}) "
+        "@ 1795345922802 for job 1fdf09bfd9a6f5522794ffa2f96c327e."
+    )
+    expired = "Checkpoint 1 of job 1fdf09bfd9a6f5522794ffa2f96c327e expired before completing."
+    numbers = list(range(len(rule.signatures)))
+    quoted = Fields(f"{trigger}\n    {expired}", trigger, None, None, None, "text")
+    (found,) = matcher.match(quoted, numbers)
+    assert found[0] == "checkpoint-expired" and found[2] == 1 and found[1].get("checkpoint") == "1"
+    alone = Fields(trigger, trigger, None, None, None, "text")
+    assert matcher.match(alone, numbers) == []
+    header = Fields(expired, expired, "INFO", "org.apache.flink.runtime.checkpoint.CheckpointCoordinator", "", "text")
+    assert [(rule_id, idx) for rule_id, _, idx in matcher.match(header, numbers)] == [("checkpoint-expired", 0)]

@@ -19,7 +19,7 @@ from .analytics import Analytics, analyse, analytics_rules, config_knowledge, ex
 from .analytics.metrics import Measure
 from .diagnosis.correlate import RootCause, correlate
 from .diagnosis.fallback import Outcome, fallback
-from .diagnosis.findings import Finding, collect_findings, keep_applicable
+from .diagnosis.findings import CatalogueHit, Finding, collect_catalogue_hits, collect_findings, keep_applicable
 from .diagnosis.unexplained import baseline, collect_templates, explained_events, failure_time, top_templates
 from .knowledge.rulebook import Rule, load_rules
 from .knowledge.versions import detect
@@ -87,10 +87,11 @@ def check_knowledge() -> None:
 @dataclass(frozen=True)
 class Diagnoses:
     """What diagnose_bundles found: each bundle's report, in the order given, with the findings it rests on
-    (the fleet's lake keeps them), and the events table of them all."""
+    (the fleet's lake keeps them) and the failure catalogue's hits in it, and the events table of them all."""
 
     reports: list[Report]
     findings: list[list[Finding]]
+    catalogue_hits: list[list[CatalogueHit]]  # per bundle, the catalogue entries its events matched
     events: EventsResult
     manifest: Manifest  # every bundle's sources, numbered as the events table numbers them
     bundle_of: dict[int, int]  # source id (as numbered here) -> the bundle's position
@@ -126,10 +127,13 @@ def diagnose_bundles(
     lap("events_s")
     table = events.table(spark)
     findings, counts = collect_findings(table, events.blocks, combined, events.stats["matched"])
+    hits: list[list[CatalogueHit]] = [[] for _ in manifests]
+    for hit in collect_catalogue_hits(table, events.blocks, combined, events.stats.get("catalogued", 0)):
+        hits[hit.bundle].append(hit)
     lap("findings_s")
     measures = extract(table, metrics, events.blocks, combined, events.stats.get("measured"))
     found = _by_bundle(findings, bundle_of, len(manifests))
-    measured = _by_bundle(measures, bundle_of, len(manifests))
+    measured = measures.by_bundle(bundle_of, len(manifests))  # (a long run's checkpoints in columns too)
     by_id = {rule.id: rule for rule in rules}
     every = {**analytics_rules(), **by_id}
     diagnosed = []
@@ -163,7 +167,7 @@ def diagnose_bundles(
         )
         for b, (view, one) in enumerate(zip(views, diagnosed, strict=True))
     ]
-    return Diagnoses(reports, [one.findings for one in diagnosed], events, combined, bundle_of)
+    return Diagnoses(reports, [one.findings for one in diagnosed], hits, events, combined, bundle_of)
 
 
 @dataclass(frozen=True)

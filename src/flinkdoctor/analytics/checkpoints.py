@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import cached_property
+from typing import Any
 
 from ..knowledge.vocabulary import CheckpointStatus
 from ..sources.ingest import Manifest
@@ -43,6 +45,8 @@ NEAR_TIMEOUT = 0.8  # p95 above this share of the timeout is a finding
 TREND_MIN_POINTS, TREND_MIN_SPAN_H, TREND_MIN_R = 5, 0.5, 0.5
 PERIODIC_MIN_GAPS, PERIODIC_MAX_SPREAD = 3, 0.25  # at least 4 failures, gaps within 25 % of their median
 EPISODE_S = 1.0  # failures closer than this are one episode (the same failure read from two sources)
+SERIES_MAX = 10_000  # points of one job's series in the report; more are thinned (_series)
+OVER_SHOWN = 1_000  # checkpoints longer than the interval given as evidence (the earliest and the latest half)
 
 
 @dataclass
@@ -72,6 +76,260 @@ class JobAnalysis:
     evidence: dict[str, list[Point]]  # finding rule id -> the points that show it
 
 
+@dataclass
+class Completed:
+    """One job's completed checkpoints of a long run, as columns (one row per checkpoint, in time order)."""
+
+    job: str
+    ids: Any  # numpy int64, -1: none
+    times: Any  # numpy datetime64[us], NaT: none
+    durations_ms: Any  # numpy float64, nan: none
+    sizes: Any  # numpy int64, -1: none
+    rows: Any  # the job's rows of Bulk.table, in the same order
+    table: Any
+    paths: dict
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def contains(self, number: int) -> bool:
+        import numpy as np
+
+        at = int(np.searchsorted(self.sorted_ids, number))
+        return at < len(self.sorted_ids) and int(self.sorted_ids[at]) == number
+
+    @cached_property
+    def sorted_ids(self):
+        import numpy as np
+
+        return np.sort(self.ids)
+
+    def durations(self):
+        import numpy as np
+
+        return self.durations_ms[~np.isnan(self.durations_ms)]
+
+    def timed_count(self) -> int:
+        import numpy as np
+
+        return int((~np.isnan(self.durations_ms)).sum())
+
+    def points(self, at) -> list[Point]:
+        """Points of the rows `at` (positions), made in bulk."""
+        import numpy as np
+        import pyarrow as pa
+
+        at = np.asarray(list(at) if not isinstance(at, np.ndarray) else at, dtype=np.int64)
+        if not len(at):
+            return []
+        rows = pa.array(self.rows[at])
+        sids = self.table.column("sid").take(rows).to_pylist()
+        lines = self.table.column("line").take(rows).to_pylist()
+        hosts = self.table.column("host").take(rows).to_pylist()
+        texts = self.table.column("text").take(rows).to_pylist()
+        ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
+        durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
+        return [
+            Point(
+                self.job,
+                ids[k] if ids[k] >= 0 else None,
+                times[k],
+                "completed",
+                None if math.isnan(durations[k]) else durations[k],
+                sizes[k] if sizes[k] >= 0 else None,
+                self.paths[sids[k]],
+                lines[k],
+                "checkpoint",
+                sids[k],
+                hosts[k],
+                texts[k] or "",
+            )
+            for k in range(len(at))
+        ]
+
+    def over(self, ms: float) -> tuple[int, list[Point]]:
+        """How many took longer than `ms`, and Points of the earliest and latest OVER_SHOWN of them."""
+        import numpy as np
+
+        found = np.flatnonzero(self.durations_ms > ms)
+        shown = (
+            found
+            if len(found) <= OVER_SHOWN
+            else np.concatenate([found[: OVER_SHOWN // 2], found[-(OVER_SHOWN // 2) :]])
+        )
+        return len(found), self.points(shown)
+
+    def chosen(self) -> list[Point]:
+        """The five longest (the earlier of equal ones first) and the last five with a duration."""
+        import numpy as np
+
+        timed = np.flatnonzero(~np.isnan(self.durations_ms))
+        longest = timed[np.lexsort((timed, -self.durations_ms[timed]))[:5]]
+        return self.points(np.unique(np.concatenate([longest, timed[-5:]])))
+
+    def series_with(self, points: list[Point]) -> list[Point]:
+        """_series of `points` and these together, with a Point made only for the rows it keeps."""
+        import numpy as np
+
+        if len(points) + len(self) <= SERIES_MAX:
+            return sorted(points + self.points(range(len(self))), key=_in_time)
+        listed = [p for p in points if p.status == "completed" and p.time is not None]
+        rest = [p for p in points if p.status != "completed" or p.time is None]
+        rest += self.points(np.flatnonzero(np.isnat(self.times)))  # (kept, as _series keeps untimed ones)
+        timed = np.flatnonzero(~np.isnat(self.times))
+        times = np.concatenate([self.times[timed], np.array([p.time for p in listed], "datetime64[us]")])
+        ids = np.concatenate([self.ids[timed], np.array([p.id or 0 for p in listed], np.int64)])
+        durations = np.concatenate(
+            [np.nan_to_num(self.durations_ms[timed], nan=0.0), np.array([p.duration_ms or 0 for p in listed], float)]
+        )
+        order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
+        micros = times[order].astype(np.int64)
+        spans = max(1, (SERIES_MAX - len(rest)) // 2)
+        quotient, remainder = divmod(int(micros[-1] - micros[0]), spans)  # timedelta / int: half to even
+        width = quotient + (2 * remainder > spans or (2 * remainder == spans and quotient % 2 == 1))
+        span = np.minimum(((micros - micros[0]) / width).astype(np.int64), spans - 1) if width else micros * 0
+        position, value = np.arange(len(order)), durations[order]
+        low = np.lexsort((position, value, span))  # per span its shortest, the earliest of equal ones
+        high = np.lexsort((position, -value, span))
+        firsts = [at[np.flatnonzero(np.diff(np.append(-1, span[at])))] for at in (low, high)]
+        chosen = order[np.unique(np.concatenate(firsts))]
+        ours = chosen[chosen < len(timed)]
+        theirs = [listed[i - len(timed)] for i in chosen[chosen >= len(timed)].tolist()]
+        return sorted(self.points(timed[ours]) + theirs + rest, key=_in_time)
+
+    def trend(self, completed: list[Point], timeout: Limit | None) -> CheckpointTrend | None:
+        """_trend over these and the job's other completed points, in time order."""
+        import numpy as np
+
+        times = np.concatenate(
+            [
+                self.times,
+                np.array([p.time for p in completed if p.time and p.duration_ms is not None], "datetime64[us]"),
+            ]
+        )
+        values = np.concatenate(
+            [self.durations_ms, np.array([p.duration_ms for p in completed if p.time and p.duration_ms is not None])]
+        )
+        ids = np.concatenate(
+            [self.ids, np.array([p.id or 0 for p in completed if p.time and p.duration_ms is not None], np.int64)]
+        )
+        keep = ~np.isnat(times) & ~np.isnan(values)
+        order = np.lexsort((ids[keep], times[keep]))
+        times, values = times[keep][order], values[keep][order]
+        if len(values) < TREND_MIN_POINTS:
+            return None
+        hours = ((times - times[0]).astype("timedelta64[us]").astype(np.int64) / 10**6 / 3600).tolist()
+        return _trend_of(hours, values.tolist(), timeout)
+
+
+@dataclass
+class Bulk:
+    """A long run's triggers and completions as columns (metrics._split_columnar), by job."""
+
+    table: Any = None
+    paths: dict = field(default_factory=dict)
+
+    @staticmethod
+    def of(table, paths: dict[int, str]) -> Bulk:
+        return Bulk(table, paths) if table is not None and table.num_rows else Bulk()
+
+    @property
+    def rows(self) -> int:
+        return self.table.num_rows if self.table is not None else 0
+
+    @cached_property
+    def _by_job(self) -> dict[str, dict]:
+        """Per job and kind, the rows (numpy, sorted by checkpoint for triggers, in time order for completions)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        if self.table is None:
+            return {}
+        jobs = self.table.column("job").to_numpy(zero_copy_only=False)
+        kinds = self.table.column("kind").to_numpy(zero_copy_only=False)
+        numbers = pc.fill_null(self.table.column("checkpoint"), -1).to_numpy()
+        times = self.table.column("time").to_numpy(zero_copy_only=False).astype("datetime64[us]")
+        epochs = self.table.column("epoch_ms").to_numpy(zero_copy_only=False)
+        out: dict[str, dict] = {}
+        order = np.lexsort((numbers, times.astype(np.int64), jobs))
+        for job in np.unique(jobs).tolist():
+            rows = order[jobs[order] == job]
+            trig = rows[kinds[rows] == "checkpoint-trigger"]
+            trig = trig[numbers[trig] >= 0]
+            at = _epochs64(epochs[trig])
+            at = np.where(np.isnat(at), times[trig], at)
+            by_number = np.argsort(numbers[trig], kind="stable")
+            done = rows[kinds[rows] == "checkpoint-completed"]
+            nat_last = np.lexsort((numbers[done], times[done].astype(np.int64), np.isnat(times[done])))
+            out[job] = {"numbers": numbers[trig][by_number], "times": at[by_number], "completed": done[nat_last]}
+        return out
+
+    def jobs(self) -> set[str]:
+        return set(self._by_job)
+
+    def trigger_time(self, triggers: dict):
+        """A lookup (job, checkpoint) -> its trigger time: the listed triggers, else the bulk's."""
+        import numpy as np
+
+        def find(job: str, number: int | None) -> datetime | None:
+            found = triggers.get((job, number))
+            if found is not None or number is None or job not in self._by_job:
+                return found
+            numbers = self._by_job[job]["numbers"]
+            at = int(np.searchsorted(numbers, number))
+            if at < len(numbers) and numbers[at] == number:
+                return self._by_job[job]["times"][at].astype("datetime64[us]").item()
+            return None
+
+        return find
+
+    def gaps(self, job: str) -> list[float]:
+        """Milliseconds between the triggers of consecutive checkpoints (as _gaps)."""
+        import numpy as np
+
+        if job not in self._by_job:
+            return []
+        numbers, times = self._by_job[job]["numbers"], self._by_job[job]["times"]
+        steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
+        return (steps[np.diff(numbers) == 1] / 10**6 * 1000).tolist()
+
+    def completed(self, job: str) -> Completed | None:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if job not in self._by_job or not len(self._by_job[job]["completed"]):
+            return None
+        rows = self._by_job[job]["completed"]
+        take = self.table.take(pa.array(rows))
+        return Completed(
+            job,
+            pc.fill_null(take.column("checkpoint"), -1).to_numpy(),
+            take.column("time").to_numpy(zero_copy_only=False).astype("datetime64[us]"),
+            pc.fill_null(take.column("duration_ms"), float("nan")).to_numpy(),
+            pc.fill_null(take.column("bytes"), -1).to_numpy(),
+            np.arange(len(rows)),
+            take,
+            self.paths,
+        )
+
+    def any_duration(self) -> bool:
+        import pyarrow.compute as pc
+
+        return self.table is not None and pc.sum(pc.is_valid(self.table.column("duration_ms"))).as_py() > 0
+
+
+def _epochs64(ms) -> Any:
+    """epoch() of each (numpy, of floats: nan when absent) as datetime64[us], NaT when absent or 0."""
+    import numpy as np
+
+    values = np.asarray(ms, dtype=np.float64)
+    valid = ~np.isnan(values) & (values != 0) & (np.abs(values) < 1e17)
+    out = np.full(len(values), np.datetime64("NaT"), dtype="datetime64[us]")
+    out[valid] = np.round(values[valid] * 1000).astype(np.int64).astype("datetime64[us]")
+    return out
+
+
 def epoch(ms: str | float | None) -> datetime | None:
     try:
         return datetime.fromtimestamp(float(ms) / 1000, tz=timezone.utc).replace(tzinfo=None) if ms else None
@@ -82,26 +340,38 @@ def epoch(ms: str | float | None) -> datetime | None:
 def analyse_checkpoints(
     measures: list[Measure], manifest: Manifest, effective: Effective, paths: dict[int, str]
 ) -> tuple[CheckpointAnalytics, list[JobAnalysis]]:
+    """Per job, its analysis. `measures` may carry the triggers and completions of a long run as columns
+    (metrics.Measured.checkpoints): read in bulk (Bulk), with Points made only for what the report lists."""
+    bulk = Bulk.of(getattr(measures, "checkpoints", None), paths)
     triggers = {}
     for m in measures:
         if m.measures == "checkpoint-trigger" and m.captures.get("job"):
             triggers[(m.captures["job"], _int(m.captures.get("checkpoint")))] = (
                 epoch(m.captures.get("epoch_ms")) or m.time
             )
-    points = _log_points(measures, triggers, paths)
-    named = {p.job for p in points if p.job != UNKNOWN_JOB} | {job for job, _ in triggers}
+    points = _log_points(measures, bulk.trigger_time(triggers), paths)
+    named = {p.job for p in points if p.job != UNKNOWN_JOB} | {job for job, _ in triggers} | bulk.jobs()
     only = next(iter(named)) if len(named) == 1 else None  # a REST answer without a path belongs to the only job
     points += [replace(p, job=only) if only and p.job == UNKNOWN_JOB else p for p in _rest_points(manifest)]
-    jobs = sorted({p.job for p in points} | {job for job, _ in triggers})
-    analyses = [_job(job, [p for p in points if p.job == job], triggers, effective, measures, paths) for job in jobs]
+    by_job: dict[str, list[Point]] = {job: [] for job in {job for job, _ in triggers} | bulk.jobs()}
+    for point in points:  # each job's points and trigger times gathered in one pass: no scan of all per job
+        by_job.setdefault(point.job, []).append(point)
+    started: dict[str, list[tuple[int, datetime]]] = {}
+    for (job, number), at in triggers.items():
+        if number is not None and at:
+            started.setdefault(job, []).append((number, at))
+    analyses = [
+        _job(job, by_job[job], _gaps(started.get(job, [])) + bulk.gaps(job), effective, bulk.completed(job))
+        for job in sorted(by_job)
+    ]
     missing = []
-    if not any(p.duration_ms is not None for p in points):
+    if not any(p.duration_ms is not None for p in points) and not bulk.any_duration():
         missing.append(
             "No checkpoint durations in the input: add the JobManager log (its 'Completed checkpoint' and 'expired' "
             "lines) or the REST checkpoint history (/jobs/<id>/checkpoints) to measure them against the timeout and "
             "the interval."
         )
-    if points and not any(a.report.timeout for a in analyses):
+    if (points or bulk.rows) and not any(a.report.timeout for a in analyses):
         missing.append(
             "No checkpoint timeout in the input: add the configuration (flink-conf.yaml / config.yaml), the "
             "JobManager log's start-up lines or REST /jobs/<id>/checkpoints/config; a timeout set in the job's code "
@@ -117,27 +387,35 @@ def _int(text) -> int | None:
         return None
 
 
-def _log_points(measures: list[Measure], triggers: dict, paths: dict[int, str]) -> list[Point]:
+def _log_points(measures: list[Measure], trigger_time, paths: dict[int, str]) -> list[Point]:
+    """A point per measured end of a checkpoint (or timed step), each made once: a long run has millions."""
     points = []
     for m in measures:
         if m.measures != "storage-close" and m.measures not in STATUS_OF:
             continue
-        job = m.captures.get("job") or m.event_job or UNKNOWN_JOB
-        number = _int(m.captures.get("checkpoint"))
-        duration = float(m.captures["duration_ms"]) if m.captures.get("duration_ms") else None
-        base = Point(job, number, m.time, "failed", duration, None, paths[m.sid], m.line, sid=m.sid, host=m.host)
-        base.text = m.text
+        captures = m.captures
+        job = captures.get("job") or m.event_job or UNKNOWN_JOB
+        number = _int(captures.get("checkpoint"))
+        duration = float(captures["duration_ms"]) if captures.get("duration_ms") else None
+        path = paths[m.sid]
         if m.measures == "storage-close":
-            start, end = epoch(m.captures.get("start_epoch_ms")), epoch(m.captures.get("end_epoch_ms"))
+            start, end = epoch(captures.get("start_epoch_ms")), epoch(captures.get("end_epoch_ms"))
             if duration is None and start and end:
                 duration = (end - start).total_seconds() * 1000
-            points.append(replace(base, time=end or m.time, duration_ms=duration, stage="storage-close"))
+            at = end or m.time
+            point = Point(
+                job, number, at, "failed", duration, None, path, m.line, "storage-close", m.sid, m.host, m.text
+            )
+            points.append(point)
             continue
         status = STATUS_OF[m.measures]
-        started = triggers.get((job, number))
+        started = trigger_time(job, number)
         if duration is None and started and m.time and status != "completed":
             duration = (m.time - started).total_seconds() * 1000  # trigger to failure
-        points.append(replace(base, status=status, duration_ms=duration, size_bytes=_int(m.captures.get("bytes"))))
+        size = _int(captures.get("bytes"))
+        points.append(
+            Point(job, number, m.time, status, duration, size, path, m.line, "checkpoint", m.sid, m.host, m.text)
+        )
     return points
 
 
@@ -209,7 +487,9 @@ def _merge(points: list[Point]) -> list[Point]:
     return merged
 
 
-def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Limit | None, Limit | None]:
+def _limits(points, gaps: list[float], effective: Effective) -> tuple[Limit | None, Limit | None]:
+    """The timeout and interval: configured, else read from the log (expiries; `gaps` between consecutive
+    triggers, in ms)."""
     timeout = _configured(effective, "execution.checkpointing.timeout")
     if timeout is None:
         waits = sorted(p.duration_ms for p in points if p.status == "expired" and p.duration_ms and p.sid is not None)
@@ -220,16 +500,15 @@ def _limits(job: str, points, triggers, effective: Effective, paths) -> tuple[Li
                 f"log: from 'Triggering checkpoint' to 'expired' ({first.file}:{first.line})",
             )
     interval = _configured(effective, "execution.checkpointing.interval")
-    if interval is None:
-        starts = sorted((n, t) for (j, n), t in triggers.items() if j == job and n is not None and t)
-        gaps = [
-            (b[1] - a[1]).total_seconds() * 1000 for a, b in zip(starts, starts[1:], strict=False) if b[0] == a[0] + 1
-        ]
-        if len(gaps) >= 2:
-            interval = Limit(
-                round(statistics.median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines"
-            )
+    if interval is None and len(gaps) >= 2:
+        interval = Limit(round(statistics.median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines")
     return timeout, interval
+
+
+def _gaps(started: list[tuple[int, datetime]]) -> list[float]:
+    """Milliseconds between the triggers of consecutive checkpoints."""
+    starts = sorted(started)
+    return [(b[1] - a[1]).total_seconds() * 1000 for a, b in zip(starts, starts[1:], strict=False) if b[0] == a[0] + 1]
 
 
 def _configured(effective: Effective, key: str) -> Limit | None:
@@ -252,7 +531,14 @@ def _trend(completed: list[Point], timeout: Limit | None) -> CheckpointTrend | N
         return None
     start = timed[0][0]
     hours = [(t - start).total_seconds() / 3600 for t, _ in timed]
-    values = [float(v) for _, v in timed]
+    return _trend_of(hours, [float(v) for _, v in timed], timeout)
+
+
+def _trend_of(hours: list[float], values: list[float], timeout: Limit | None) -> CheckpointTrend | None:
+    """The trend of completed durations (`values`) over `hours` since the first, in time order."""
+    if len(values) < TREND_MIN_POINTS:
+        return None
+    timed = values
     if hours[-1] - hours[0] < TREND_MIN_SPAN_H or len(set(values)) < 2 or len(set(hours)) < 2:
         return None
     slope, intercept = statistics.linear_regression(hours, values)
@@ -282,23 +568,36 @@ def _failures(points: list[Point], interval: Limit | None) -> tuple[FailurePatte
     return FailurePattern(len(failed), periodic, period, [round(g, 1) for g in gaps]), episodes
 
 
-def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, paths) -> JobAnalysis:
+def _job(
+    job: str, raw: list[Point], gaps: list[float], effective: Effective, bulk: Completed | None = None
+) -> JobAnalysis:
+    """One job's analysis from its own points, the gaps between its consecutive triggers, and its completions
+    in bulk (a long run's, Completed): those outrank any other point of the same checkpoint (_merge)."""
+    if bulk is not None:
+        raw = [p for p in raw if not (p.stage == "checkpoint" and p.id is not None and bulk.contains(p.id))]
     points = _merge(raw)
-    timeout, interval = _limits(job, points, triggers, effective, paths)
-    counts: dict[str, int] = {}
-    for p in points:
-        if p.stage == "checkpoint":
-            counts[p.status] = counts.get(p.status, 0) + 1
+    timeout, interval = _limits(points, gaps, effective)
+    counts = _counts(points, len(bulk) if bulk is not None else 0)
     completed = [p for p in points if p.status == "completed" and p.duration_ms is not None]
     durations = [p.duration_ms for p in completed if p.duration_ms is not None]
+    if bulk is not None:
+        durations = sorted(durations + bulk.durations().tolist())
     shares = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "max": 1.0}
     pct = {name: percentile(durations, share) for name, share in shares.items()} if durations else {}
-    trend = _trend(completed, timeout)
+    trend = _trend(completed, timeout) if bulk is None else bulk.trend(completed, timeout)
     failures, episodes = _failures([p for p in points if p.stage == "checkpoint"] or points, interval)
     ended = [p for p in points if p.stage == "checkpoint" and p.duration_ms is not None and p.status != "in_progress"]
     over = [p for p in ended if interval and p.duration_ms > interval.ms]  # type: ignore[operator]
+    ended_count, over_count = len(ended), len(over)
+    if bulk is not None:
+        ended_count += bulk.timed_count()
+        more, shown = bulk.over(interval.ms) if interval else (0, [])
+        over_count += more
+        over = sorted(over + shown, key=_in_time)
     steps = [p for p in points if p.stage != "checkpoint" and p.duration_ms is not None]
     longest = max(steps, key=lambda p: p.duration_ms or 0) if steps else None
+    if bulk is not None:
+        completed = sorted(completed + bulk.chosen(), key=_in_time)  # the longest five and the last five
     evidence: dict[str, list[Point]] = {}
     if timeout and pct and pct["p95"] >= NEAR_TIMEOUT * timeout.ms:
         evidence["checkpoint-duration-near-timeout"] = sorted(completed, key=lambda p: -(p.duration_ms or 0))[:5]
@@ -308,21 +607,65 @@ def _job(job: str, raw: list[Point], triggers, effective: Effective, measures, p
         evidence["checkpoint-durations-growing"] = completed[-5:]
     if failures and failures.periodic:
         evidence["checkpoint-failures-periodic"] = episodes
-    if over:
-        evidence["checkpoint-longer-than-interval"] = over
+    if over:  # (a long run's every checkpoint may be: the earliest and latest stand for them)
+        evidence["checkpoint-longer-than-interval"] = over if len(over) <= OVER_SHOWN else _ends(over, OVER_SHOWN)
     report = CheckpointJob(
         job=job,
-        series=[_public(p) for p in points],
+        series=[_public(p) for p in (_series(points) if bulk is None else bulk.series_with(points))],
         counts=counts,
         timeout=timeout,
         interval=interval,
         percentiles=pct,
         trend=trend,
         failures=failures,
-        over_interval=len(over),
+        over_interval=over_count,
+        ended=ended_count,
         longest_stage_ms=longest.duration_ms if longest else None,
     )
-    return JobAnalysis(report, points, {k: [p for p in v if p.sid is not None] for k, v in evidence.items()})
+    kept = points if bulk is None else points + bulk.chosen()  # (what _timeout_risks reads: the longest too)
+    return JobAnalysis(report, kept, {k: [p for p in v if p.sid is not None] for k, v in evidence.items()})
+
+
+def _ends(points: list[Point], most: int) -> list[Point]:
+    return points[: most // 2] + points[-(most // 2) :]
+
+
+def _counts(points: list[Point], completed_in_bulk: int) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for p in points:
+        if p.stage == "checkpoint":
+            counts[p.status] = counts.get(p.status, 0) + 1
+    if completed_in_bulk:
+        counts["completed"] = counts.get("completed", 0) + completed_in_bulk
+    return counts
+
+
+def _in_time(p: Point):
+    return (p.time is None, p.time or datetime.min, p.id or 0)
+
+
+def _series(points: list[Point]) -> list[Point]:
+    """The points the report lists: every one, up to SERIES_MAX; past it (a long run checkpoints millions of
+    times) every point that did not complete, and the completed ones cut into equal time spans, each kept by its
+    shortest and longest: a report of bounded size that still shows every failure, spike and dip. Counts,
+    percentiles, trend and findings are taken from every point."""
+    if len(points) <= SERIES_MAX:
+        return points
+    completed = [p for p in points if p.status == "completed" and p.time is not None]
+    rest = [p for p in points if p.status != "completed" or p.time is None]
+    spans = max(1, (SERIES_MAX - len(rest)) // 2)
+    start = completed[0].time if completed else None
+    width = (completed[-1].time - start) / spans if completed and start else None  # type: ignore[operator]
+    extremes: dict[int, tuple[Point, Point]] = {}
+    for point in completed:
+        span = min(int((point.time - start) / width), spans - 1) if width else 0  # type: ignore[operator]
+        low, high = extremes.get(span, (point, point))
+        shorter = (point.duration_ms or 0) < (low.duration_ms or 0)
+        longer = (point.duration_ms or 0) > (high.duration_ms or 0)
+        extremes[span] = (point if shorter else low, point if longer else high)
+    kept = {id(p): p for pair in extremes.values() for p in pair}
+    kept.update({id(p): p for p in rest})
+    return sorted(kept.values(), key=lambda p: (p.time is None, p.time or datetime.min, p.id or 0))
 
 
 def _public(p: Point) -> CheckpointPoint:

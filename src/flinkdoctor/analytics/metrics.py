@@ -16,10 +16,9 @@ from importlib import resources
 
 from ..errors import RuleError
 from ..knowledge.regexes import checked
-from ..knowledge.rulebook import Signature
+from ..knowledge.rulebook import Signature, required_literals
 from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
 from ..scan.events import block_offsets, file_line
-from ..scan.prefilter import required_literals
 from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"
@@ -101,25 +100,28 @@ FEW = 20_000  # up to this many measured lines go to the driver whole; more are 
 
 def extract(
     events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest, measured: int | None = None
-) -> list[Measure]:
+) -> Measured:
     """The measured lines the analytics read: the scan tasks measured every line (matcher.py). When they counted
     more than FEW (`measured`), Spark keeps what `_reduced` says of each kind, so the driver holds one line per
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
     cost of a first aggregation in a fresh JVM)."""
 
     if not metrics or measured == 0:
-        return []
+        return Measured()
+    many = None
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        table = _reduced(events, metrics).toArrow()  # one job, columnar
+        table = _through_parquet(_reduced(events, metrics), events)
+        table, many = _split_columnar(table, metrics, blocks, manifest)
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
-    found = []
+    found = Measured()
+    found.checkpoints = many
     for sid, block, first_rel, time, host, number, idx, line, captures, job in zip(*_columns(table), strict=True):
         source, metric = sources[sid], metrics[number]
         found.append(
-            Measure(
+            Measure(  # (the many: _split_columnar)
                 metric.id,
                 metric.measures,
                 sid,
@@ -133,6 +135,114 @@ def extract(
         )
     found.sort(key=lambda m: (m.sid, m.line))
     return found
+
+
+class Measured(list):
+    """The measures (a list of Measure), and, when there were many, the checkpoints' triggers and completions as
+    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions."""
+
+    checkpoints = None
+
+    def by_bundle(self, bundle_of: dict[int, int], bundles: int) -> list[Measured]:
+        """The measures of each bundle diagnosed together (source id -> bundle), the columns split as well."""
+        import numpy as np
+        import pyarrow as pa
+
+        split = [Measured() for _ in range(bundles)]
+        for measure in self:
+            split[bundle_of[measure.sid]].append(measure)
+        if self.checkpoints is not None:
+            sid = self.checkpoints.column("sid").to_numpy()
+            owner = np.array([bundle_of[s] for s in sid.tolist()], dtype=np.int64)
+            for b, measured in enumerate(split):
+                measured.checkpoints = self.checkpoints.filter(pa.array(owner == b))
+        return split
+
+
+COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
+
+
+def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
+    """(the rows of other kinds, the triggers and completions as typed columns: kind, job, checkpoint, time,
+    epoch_ms, duration_ms, bytes, sid, line (in the file), host, text)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
+    bulk = pc.is_in(kinds, pa.array(COLUMNAR))
+    rest, rows = table.filter(pc.invert(bulk)), table.filter(bulk)
+    kinds = kinds.filter(bulk)
+
+    def capture(key: str):
+        return pc.map_lookup(rows.column("captures"), key, "first")
+
+    offsets = block_offsets(blocks)
+    sources = {s.id: s for s in manifest.sources}
+    sid = rows.column("sid").to_numpy()
+    block = rows.column("block").to_numpy()
+    staged = rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
+    base = np.array([offsets.get((s, b), 0) for s, b in zip(sid.tolist(), block.tolist(), strict=True)], np.int64)
+    line = np.empty(len(sid), dtype=np.int64)
+    for source_id in np.unique(sid).tolist():
+        at = sid == source_id
+        source = sources[source_id]
+        if source.fixed_line or source.line_map is not None:
+            line[at] = [source.file_line(int(n)) for n in (base[at] + staged[at]).tolist()]
+        else:
+            line[at] = source.line_offset + base[at] + staged[at]
+    hosts = pc.coalesce(rows.column("host"), pa.array([sources[s].host for s in sid.tolist()], pa.string()))
+    job = pc.coalesce(capture("job"), rows.column("job"), pa.scalar("unknown job"))
+    columns = pa.table(
+        {
+            "metric": pa.array([m.id for m in metrics]).take(rows.column("metric")),
+            "kind": kinds,
+            "job": job,
+            "checkpoint": _numbers(capture("checkpoint"), pa.int64(), int),
+            "time": rows.column("time"),
+            "epoch_ms": _numbers(capture("epoch_ms"), pa.int64(), int),
+            "duration_ms": _numbers(capture("duration_ms"), pa.float64(), float),
+            "bytes": _numbers(capture("bytes"), pa.int64(), int),
+            "sid": rows.column("sid"),
+            "line": pa.array(line),
+            "host": hosts,
+            "text": rows.column("line"),
+        }
+    )
+    return rest, columns
+
+
+def _numbers(values, kind, read):
+    """Captured digits as numbers: by Arrow, or, where it cannot read one (digits of another script, which
+    Python's int() and float() read, as the analytics do per measure), by Python; null what neither reads."""
+    import pyarrow as pa
+
+    try:
+        return values.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        out = []
+        for value in values.to_pylist():
+            try:
+                out.append(read(value) if value else None)
+            except ValueError:
+                out.append(None)
+        return pa.array(out, kind)
+
+
+def _through_parquet(frame, events):
+    """The frame's rows as an Arrow table, written by Spark beside the events table and read here by pyarrow: a
+    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap."""
+    import pyarrow.parquet as pq
+
+    from ..scan.scanner import _filesystem
+
+    first = min(events.inputFiles())
+    folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder
+    out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
+    frame.write.mode("overwrite").parquet(out)
+    filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
+    table = pq.read_table(path, filesystem=filesystem)
+    return table.select(frame.columns)
 
 
 CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-declined", "checkpoint-failed")
@@ -177,7 +287,21 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     )
     row = F.struct("sid", "block", "first_rel", "time", "host", "m")
     kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
-    return kept.select("r.sid", "r.block", "r.first_rel", "r.time", "r.host", "r.m.*")
+    trigger = F.col("r.m.metric").isin([n for n, m in enumerate(metrics) if m.measures == "checkpoint-trigger"])
+    return kept.select(  # a trigger gives only its time: no line, three captures (half of a long run's rows)
+        "r.sid",
+        "r.block",
+        "r.first_rel",
+        "r.time",
+        "r.host",
+        "r.m.metric",
+        "r.m.idx",
+        F.when(trigger, F.lit(None).cast("string")).otherwise(F.col("r.m.line")).alias("line"),
+        F.when(trigger, F.map_filter("r.m.captures", lambda k, _: k.isin("checkpoint", "epoch_ms", "job")))
+        .otherwise(F.col("r.m.captures"))
+        .alias("captures"),
+        "r.m.job",
+    )
 
 
 def _measured(events):

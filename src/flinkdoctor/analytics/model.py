@@ -71,6 +71,7 @@ class CheckpointJob:
     failures: FailurePattern | None
     over_interval: int  # completed checkpoints that took longer than the interval (they pile up)
     longest_stage_ms: float | None  # the longest timed step (storage-close) seen, e.g. one HDFS close
+    ended: int = 0  # checkpoints that ended with a duration: a long run's series shows only some of them
 
     @property
     def timeout_ms(self) -> float | None:

@@ -93,13 +93,7 @@ def match_events(events, detail: bool = True):
         F.substring(F.element_at(F.split("text", "\n"), F.col("m.idx") + 1), 1, 600).alias("line_text"),
         "level",
         (F.col("last_rel") - F.col("first_rel") + 1).alias("event_lines"),
-        F.when(F.length("text") <= EVENT_TEXT_MAX, F.col("text"))
-        .otherwise(
-            F.concat(
-                F.substring("text", 1, EVENT_HEAD), F.lit(f"\n{OMITTED}\n"), F.expr(f"substring(text, -{EVENT_TAIL})")
-            )
-        )
-        .alias("event_text"),
+        _event_text().alias("event_text"),
     )
 
 
@@ -232,3 +226,115 @@ def keep_applicable(
         [f for f in findings if f.rule not in dropped],
         {rule_id: n for rule_id, n in counts.items() if rule_id not in dropped},
     )
+
+
+# --- the failure catalogue's hits (scan/catalogue.py), aggregated as the rules' matches are -----------------
+
+
+@dataclass
+class CatalogueInstance:
+    """One event that matched a catalogue entry: where, when, the matching line and the event. Whether it is
+    failure evidence is the diagnosis' to say (the scan records hits only in events at WARN level or above,
+    without a header, in an untimed paste, or holding an exception or a stack frame)."""
+
+    sid: int
+    line: int  # the matching line's number in the source file as the user has it
+    time: datetime | None
+    host: str | None
+    level: str | None
+    text: str  # the line that matched
+    event_text: str  # the whole event (head and tail of a long one, OMITTED between)
+    event_line: int
+    event_lines: int
+
+
+@dataclass
+class CatalogueHit:
+    """A catalogue entry a bundle matched: how often, and its earliest and latest KEEP_PER_RULE instances."""
+
+    bundle: int  # which of the bundles diagnosed together (the events' `bundle`; 0 alone)
+    entry: str  # the entry's id (knowledge.catalogue)
+    count: int
+    instances: list[CatalogueInstance]  # in time order
+
+
+def catalogue_events(events, detail: bool = True):
+    """One row per (event, entry) hit, as match_events gives one per (event, rule) match."""
+    from pyspark.sql import functions as F
+
+    found = events.where(F.size("entries") > 0).select("*", F.explode("entries").alias("e"))
+    keys = ["sid", "bundle", "block", "first_rel", "time", F.col("e.entry").alias("entry")]
+    if not detail:
+        return found.select(*keys)
+    return found.select(
+        *keys,
+        "host",
+        "level",
+        F.col("e.idx").alias("idx"),
+        F.substring(F.element_at(F.split("text", "\n"), F.col("e.idx") + 1), 1, 600).alias("line_text"),
+        (F.col("last_rel") - F.col("first_rel") + 1).alias("event_lines"),
+        _event_text().alias("event_text"),
+    )
+
+
+def _event_text():
+    from pyspark.sql import functions as F
+
+    return F.when(F.length("text") <= EVENT_TEXT_MAX, F.col("text")).otherwise(
+        F.concat(F.substring("text", 1, EVENT_HEAD), F.lit(f"\n{OMITTED}\n"), F.expr(f"substring(text, -{EVENT_TAIL})"))
+    )
+
+
+def collect_catalogue_hits(events, blocks: dict, manifest: Manifest, catalogued: int) -> list[CatalogueHit]:
+    """Per bundle (the events' `bundle`) every entry's exact count and its earliest and latest instances, as
+    collect_findings does for rules: one job when the tasks counted few hits (`catalogued`), else the top-k
+    aggregation, then the chosen events."""
+    from pyspark.sql import functions as F
+
+    if not catalogued:
+        return []
+    if catalogued <= FEW:
+        detailed = catalogue_events(events).collect()
+        counts: dict[tuple[int, str], int] = {}
+        for row in detailed:
+            counts[row.bundle, row.entry] = counts.get((row.bundle, row.entry), 0) + 1
+    else:
+        rows, groups = earliest_and_latest(catalogue_events(events, detail=False), ["bundle", "entry"])
+        counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
+        keys = ["sid", "block", "first_rel", "entry"]
+        chosen = events.sparkSession.createDataFrame(
+            [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, entry string"
+        )
+        chosen_events = events.where(_ranges_of(rows)).join(
+            F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi"
+        )
+        detailed = catalogue_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
+    offsets = block_offsets(blocks)
+    sources = {s.id: s for s in manifest.sources}
+    instances: dict[tuple[int, str], list[CatalogueInstance]] = {}
+    for row in detailed:
+        source = sources[row.sid]
+        event_line = offsets.get((row.sid, row.block), 0) + row.first_rel
+        instances.setdefault((row.bundle, row.entry), []).append(
+            CatalogueInstance(
+                sid=row.sid,
+                line=source.file_line(event_line + row.idx),
+                time=row.time,
+                host=row.host or source.host,
+                level=row.level,
+                text=(row.line_text or "").rstrip(),
+                event_text=row.event_text or "",
+                event_line=source.file_line(event_line),
+                event_lines=row.event_lines or 1,
+            )
+        )
+    hits = []
+    for (bundle, entry), count in sorted(counts.items()):
+        found = sorted(  # earliest_and_latest's order: unknown times first, then by time, then by place
+            instances.get((bundle, entry), []),
+            key=lambda i: (i.time is not None, i.time or datetime.min, i.sid, i.event_line),
+        )
+        if len(found) > 2 * KEEP_PER_RULE:  # few hits were read whole: keep the same earliest and latest
+            found = found[:KEEP_PER_RULE] + found[-KEEP_PER_RULE:]
+        hits.append(CatalogueHit(bundle, entry, count, found))
+    return hits

@@ -153,7 +153,9 @@ def collect_templates(
     When the scan tasks counted at most FEW `warned` events, Spark masks them and the driver groups them: two
     shuffles cost more than the grouping for a small bundle (the warm path's largest query).
 
-    Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers."""
+    Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers,
+    and `repeats`: of the WARN+ events of a part that no rule, metric or catalogue entry can match and that share
+    a logger, message and level, the scan keeps the first and the last, the first standing for all but the last."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -177,6 +179,7 @@ def collect_templates(
                 "level",
                 severity.alias("severity"),
                 "time",
+                "repeats",
                 evidence.alias("evidence"),
             ).collect()
         )
@@ -188,12 +191,13 @@ def collect_templates(
             "level",
             severity.alias("severity"),
             "time",
+            "repeats",
             evidence.alias("evidence"),
             order.alias("order"),
         )
         .groupBy("bundle", "logger", "message")
         .agg(
-            F.count(F.lit(1)).alias("count"),
+            F.sum("repeats").alias("count"),
             F.max_by("level", "severity").alias("level"),
             F.max("severity").alias("severity"),
             F.min("time").alias("first"),
@@ -232,7 +236,8 @@ def _grouped_here(rows: list) -> list:
         times = [row.time for row in same if row.time is not None]
         earliest = min(same, key=lambda r: (r.time is None, r.time or datetime.min, r.evidence.sid, r.evidence.line))
         most = max(same, key=lambda row: row.severity)
-        templates.append(_template(earliest, len(same), most.level, min(times, default=None), max(times, default=None)))
+        count = sum(row.repeats for row in same)
+        templates.append(_template(earliest, count, most.level, min(times, default=None), max(times, default=None)))
     return templates
 
 

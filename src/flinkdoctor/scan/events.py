@@ -52,7 +52,7 @@ class EventsResult:
     path: str  # events Parquet
     blocks: dict  # sid -> [(block_start, lines)], in file order
     # sid -> {"lines", "unparsed", "events"}; totals: "events", "matched" ((event, rule) matches), "measured"
-    # (lines), "warned" (WARN+)
+    # (lines), "warned" (WARN+), "catalogued" ((event, entry) hits of the failure catalogue)
     stats: dict
     times: Times = field(default_factory=Times)
 
@@ -140,7 +140,7 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     """Lines per range (to number lines), per source its lines, unparsed lines and events, and the totals."""
     blocks: dict[int, list[tuple[int, int]]] = {}
     stats: dict = {s.id: {"lines": 0, "unparsed": 0, "events": 0} for s in sources}
-    totals = dict.fromkeys(("events", "matched", "measured", "warned"), 0)
+    totals = dict.fromkeys(("events", "matched", "measured", "warned", "catalogued"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
         stats[row["sid"]]["lines"] += row["lines"]

@@ -3,11 +3,15 @@
 A rule matches an event when one of its signatures does: the event is of a source kind the rule reads, its level
 is one the signature names, and each of the signature's regexes finds a match in its field (the whole text, the
 header's message, logger or thread, or one exception of the chain). The first signature that matches gives the
-captures and the line that matched. Only the signatures the prefilter named for the event (all their literals
-present) are tried, so most events try none.
+captures and the line that matched. Only the signatures the prefilter named for the event (each of their regexes
+can match in it) are tried, so most events try none.
 
-The metrics' line regexes (analytics/metrics.py) run here too, on each line of the events holding their literals:
-every match is a measure.
+Every line is matchable: a `message` regex is tried on the header's message (a headerless event's: its first
+line), and when it does not match there, on each later line of the event that is no stack frame (`at ...`,
+`... N more`), without its leading blanks, in order; the first line it matches is the finding's line. A message
+pasted below a timestamp line, or quoted inside a longer event, is read like a logged one.
+
+The metrics' line regexes (analytics/metrics.py) are numbered here too; measure.py takes their measures.
 
 The regexes are the rules' Java regexes read by Python's `re` (regexes.python_regex: the dialect the rule loader
 already checks them in). Running them here, where the text already is, instead of in the JVM over the written
@@ -22,7 +26,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ..knowledge.regexes import python_regex
-from ..knowledge.rulebook import Rule, Signature
+from ..knowledge.rulebook import Rule, Signature, required_literals
+from .catalogue import CatalogueIndex, catalogue_index, shipped_index
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
@@ -31,8 +36,8 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
-# a job id elsewhere in an event (a chk-N path), for a measure whose line names none
-JOB_IN_EVENT = re.compile(r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b")
+# a stack frame or the count of frames left out: no message on such a line
+FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
 
 
 @dataclass
@@ -50,6 +55,14 @@ class Fields:
     @cached_property
     def exception(self) -> list[str]:
         return python_regex(EXCEPTION_LINE).findall(self.text)
+
+    @cached_property
+    def message_lines(self) -> list[tuple[int, str]]:
+        """(index, text without leading blanks) of the event's lines below its first that are no stack frame:
+        where a message is looked for when the header's message does not hold it (a pasted or mis-cut text
+        prints its messages on any line)."""
+        lines = self.text.split("\n")
+        return [(i, line.lstrip()) for i, line in enumerate(lines[1:], 1) if line.strip() and not FRAME.match(line)]
 
     def get(self, name: str):
         return getattr(self, name)
@@ -75,6 +88,7 @@ class _Signature:
         if self.levels and event.level not in self.levels:
             return None
         found = {}
+        at = 0  # the line of the message's match
         for key, regex in self.regexes:
             value = event.get(key)
             if value is None:
@@ -85,6 +99,8 @@ class _Signature:
                     return None
                 continue
             hit = pattern.search(value)
+            if hit is None and key == "message":
+                hit, at = next(((h, i) for i, line in event.message_lines if (h := pattern.search(line))), (None, 0))
             if hit is None:
                 return None
             found[key, regex] = hit
@@ -94,16 +110,18 @@ class _Signature:
             if number is None or (gte is not None and number < gte) or (lte is not None and number > lte):
                 return None
         line = found.get(("text", self.line)) if self.line is not None else None
-        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else 0
+        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else at
 
 
 @dataclass(frozen=True)
 class Matcher:
-    """Every rule's signatures and every metric's line regex, numbered as their prefilter numbers them."""
+    """Every rule's signatures and every metric's line regex, numbered as their prefilter numbers them, and the
+    failure catalogue's index (catalogue.py)."""
 
     prefilter: Prefilter
     signatures: dict[int, _Signature]
     metrics: dict[int, tuple[int, str, str]]  # signature number -> (the metric's position, line regex, a literal)
+    catalogue: CatalogueIndex | None = None
 
     def match(self, event: Fields, numbers) -> list[tuple[str, dict[str, str], int]]:
         """The rules the event matches, in rule order, each with its first matching signature's captures and
@@ -123,29 +141,14 @@ class Matcher:
     def first_metric(self) -> int:
         return min(self.metrics, default=1 << 62)
 
-    def measure(self, text: str, numbers) -> list[dict]:
-        """Every line of the event that a metric named in `numbers` matches: the metric's position, the line's
-        index and text, the captures, and a job id found elsewhere in the event."""
-        if not numbers or numbers[-1] < self.first_metric:
-            return []
-        metrics = [self.metrics[n] for n in numbers if n in self.metrics]
-        found = []
-        for idx, line in enumerate(text.split("\n")):
-            for position, regex, literal in metrics:
-                hit = literal in line and python_regex(regex).search(line)
-                if hit:
-                    captures = [(k, v) for k, v in hit.groupdict().items() if v is not None]
-                    found.append({"metric": position, "idx": idx, "line": line.rstrip(), "captures": captures})
-        if found:
-            job = JOB_IN_EVENT.search(text)
-            for measure in found:
-                measure["job"] = (job.group(1) or job.group(2)) if job else None
-        return found
+
+SHIPPED = "shipped"
 
 
-def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matcher:
+def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = (), catalogue=SHIPPED) -> Matcher:
     """The matcher of `rules` and of the metrics' line regexes, with the prefilter that numbers them (the
-    metrics after every rule, so the rules' numbers do not depend on them)."""
+    metrics after every rule, so the rules' numbers do not depend on them), and of the failure catalogue (the
+    shipped one, another with `entries` of `id` and `regex`, or None)."""
     prefilter = build_prefilter(rules, [Signature(text=line) for line in metric_lines])
     signatures = {}
     for position, (rule, numbers) in enumerate(zip(rules, signature_numbers(rules), strict=True)):
@@ -170,9 +173,10 @@ def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = ()) -> Matc
     first = sum(len(rule.signatures) for rule in rules)
     metrics = {}
     for i, line in enumerate(metric_lines):  # a line can only match if it holds the regex's longest literal
-        literal = max((prefilter.literals[k] for k in prefilter.signatures[first + i]), key=len, default="")
+        literal = max(required_literals(Signature(text=line)), key=len, default="")
         metrics[first + i] = (i, line, literal)
-    return Matcher(prefilter, signatures, metrics)
+    index = shipped_index() if catalogue == SHIPPED else catalogue_index(catalogue)
+    return Matcher(prefilter, signatures, metrics, index)
 
 
 def _number(value: str | None) -> float | None:

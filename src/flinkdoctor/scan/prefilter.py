@@ -1,60 +1,59 @@
-"""Which signatures an event could match, from the literals each signature's regexes require.
+"""Which events some signature or catalogue entry can match: one Hyperscan pass over a part's raw bytes.
 
-Every signature's regex implies plain substrings that any match must contain (required_literals, read from the
-regex's parse tree). Matching then evaluates a signature's regexes only on the events that hold all of them:
-without this, testing a few hundred regexes on every candidate stack trace cost more than everything else.
+Hyperscan compiles the regexes themselves (patterns.py rewrites each into a pattern whose matches cover the
+regex's on any text; Hyperscan's prefilter mode takes a construct it cannot run exactly), so an event is a
+candidate of a signature only when each of the signature's regexes can match in it, not because it holds a
+common word such as `Exception`. The same pass finds the level words of the headers (the WARN+ test) and the
+catalogue's entries. Python's `re` (matcher.py) then decides on the candidates only.
 
-Two passes, both Hyperscan (pyarrow's substring search where Hyperscan has no wheel). Over a part's raw bytes
-(scanner.py), only the rarest literal of each signature (knowledge/literal_counts.json, counted in real logs):
-common words such as `.jar` or ` to ` would cost a Python callback per occurrence (rare_hits). Then, on the kept
-text of the events it hit, every literal, one scan per event that reports each literal once (exact_signatures).
+Per match Hyperscan reports its end offset; the event is the one that offset falls in. A match that starts in
+one event and ends in the next makes the next a candidate it may not be: the matcher sorts that out. No match
+inside an event is missed, so no event that a regex matches is skipped.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cache, lru_cache
-from importlib import resources
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from ..knowledge.rulebook import Rule, Signature, required_literals
+from ..knowledge.rulebook import Rule, Signature
+from ..runtime.userstate import cached, store
+from .patterns import hyperscan_pattern
+
+# the words a header's level can be at WARN or above (headers.WARN_WORDS), in both cases: found in the same pass
+LEVEL_WORDS = ("CRITICAL", "ERROR", "FATAL", "SEVERE", "WARN", "WARNING")
+PREFILTERED = ("text", "message", "exception")  # the fields whose regexes the pass looks for
 
 
 @dataclass(frozen=True)
 class Prefilter:
-    literals: tuple[str, ...]  # distinct literals, numbered by position
-    header_only: tuple[bool, ...]  # per literal: only counts in an event's first line
-    signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then their signatures): literal ids
-    rare: tuple[int, ...] = ()  # per signature: the literal id of its rarest literal (-1: none), for raw bytes
+    patterns: tuple[str, ...]  # Hyperscan patterns, numbered by position; first the level words
+    signatures: tuple[tuple[int, ...], ...]  # per signature (rules in order, then the extra ones): its patterns
+    words: tuple[str, ...] = field(default=(), compare=False)  # the level words, patterns 0..len(words)-1
+    compiled: bytes | None = field(default=None, repr=False, compare=False)  # the database, serialized
 
 
 def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefilter:
-    """Number the literals and signatures. A literal of a signature that reads only the header message must be
-    in the first line; one that reads the whole text may be anywhere. A literal inside a longer one of the same
-    signature adds nothing and is left out (fewer, rarer literals: fewer hits to sort out).
-
-    `extra` signatures (the metrics' lines, analytics/metrics.py) are numbered after every rule's, so the rules'
-    numbers do not depend on them."""
-    ids: dict[tuple[str, bool], int] = {}
+    """Number the patterns: the level words, then each regex of the signatures (the `extra` ones, the metrics'
+    lines, after every rule's, so the rules' numbers do not depend on them). A signature's `literal` is a pattern
+    too. The same regex is one pattern, however many use it. The database is compiled here, on the driver, and
+    its bytes go to the tasks."""
+    words = tuple(word for upper in LEVEL_WORDS for word in (upper, upper.lower()))
+    ids: dict[str, int] = {re.escape(word): n for n, word in enumerate(words)}
     signatures = []
     for sig in [sig for rule in rules for sig in rule.signatures] + list(extra):
-        literals = required_literals(sig)
-        header_only = sig.text is None and sig.exception is None
-        kept = {lit for lit in literals if not any(lit != other and lit in other for other in literals)}
-        signatures.append(tuple(sorted({ids.setdefault((lit, header_only), len(ids)) for lit in kept})))
-    keys = sorted(ids, key=lambda key: ids[key])
-    counts = literal_counts()
-    rare = [min(lits, key=lambda i: (counts.get(keys[i][0], 0), -len(keys[i][0])), default=-1) for lits in signatures]
-    return Prefilter(tuple(k[0] for k in keys), tuple(k[1] for k in keys), tuple(signatures), tuple(rare))
-
-
-@cache
-def literal_counts() -> dict[str, int]:
-    """How often each literal occurred in real logs (bench/literal_counts.py); missing ones count as rare."""
-    path = resources.files("flinkdoctor").joinpath("knowledge/literal_counts.json")
-    return json.loads(path.read_text("utf-8"))
+        regexes = [(regex, key == "text") for key, regex in sig.regexes() if key in PREFILTERED]
+        regexes += [(re.escape(sig.literal), False)] if sig.literal else []
+        found = {pattern for pattern in (hyperscan_pattern(*r) for r in regexes) if pattern is not None}
+        if not found:
+            raise ValueError(f"a signature whose regexes can all match an empty text: {sig}")
+        signatures.append(tuple(sorted(ids.setdefault(p, len(ids)) for p in found)))
+    patterns = tuple(sorted(ids, key=ids.__getitem__))
+    return Prefilter(patterns, tuple(signatures), words, serialized(patterns))
 
 
 def signature_numbers(rules: list[Rule]) -> list[list[int]]:
@@ -66,174 +65,166 @@ def signature_numbers(rules: list[Rule]) -> list[list[int]]:
     return numbers
 
 
-def literal_hits(prefilter: Prefilter, text, rows):
-    """(row, literal id) of every literal that counts in the events `rows` of the pyarrow string array `text`,
-    each pair once, as numpy arrays. A header-only literal counts only in an event's first line.
+@dataclass
+class Hits:
+    """What one pass over a part's events found: per pattern, the (unique, ascending) events it matched in,
+    and the events whose first line holds a level word."""
 
-    Hyperscan scans each event on its own and reports each literal once per event (its first occurrence, so a
-    header-only one is in the first line if anywhere): common literals (`Exception` on every line of a trace) cost
-    one callback per event instead of one per occurrence."""
+    events: int
+    by_pattern: dict[int, Any]
+    level_words: Any
+
+    def signature_events(self, pattern_ids: tuple[int, ...]):
+        """The events holding every one of the patterns."""
+        import numpy as np
+
+        found = None
+        for pattern in pattern_ids:
+            events = self.by_pattern.get(pattern)
+            if events is None:
+                return np.zeros(0, dtype=np.int64)
+            found = events if found is None else np.intersect1d(found, events, assume_unique=True)
+        return found if found is not None else np.zeros(0, dtype=np.int64)
+
+
+def scan(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
+    """One Hyperscan pass over the events: byte spans of the numpy uint8 `data` starting at `begin` (in order,
+    back to back, the last to the end of `data`); `first_line_end`: where each event's first line ends."""
     import numpy as np
-    import pyarrow.compute as pc
 
+    n = len(begin)
     none = np.zeros(0, dtype=np.int64)
-    if not prefilter.literals or not len(rows):
-        return none, none
-    text = text.fill_null("")
-    database = _database(prefilter.literals, once_per_scan=True)
-    if database is None:
-        event, literal = _hits_pyarrow(prefilter, text)
-        wanted = np.isin(event, rows)
-        return event[wanted], literal[wanted]
-    newline = pc.find_substring(text, "\n").to_numpy(zero_copy_only=False)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int32)[text.offset : text.offset + len(text) + 1]
-    view = memoryview(text.buffers()[2])
+    if not n:
+        return Hits(0, {}, none)
+    compiled = database(prefilter)
+    if compiled is None:
+        return _scan_re2(prefilter, data, begin, first_line_end)
+    base = int(begin[0])
     ids: list[int] = []
     ends: list[int] = []
-    bounds = [0]
 
-    def on_match(literal_id, start, end, flags, context):
-        ids.append(literal_id)
-        ends.append(end)
+    def on_match(pattern_id, start, stop, flags, context):
+        ids.append(pattern_id)
+        ends.append(stop)
 
-    for row in rows.tolist():
-        database.scan(view[offsets[row] : offsets[row + 1]], match_event_handler=on_match)
-        bounds.append(len(ids))
-    event = np.repeat(rows, np.diff(bounds))
-    literal = np.array(ids, dtype=np.int64)
-    end = np.array(ends, dtype=np.int64)
-    first_line = np.where(newline[event] >= 0, newline[event], offsets[event + 1] - offsets[event])
-    counts = ~np.array(prefilter.header_only, dtype=bool)[literal] | (end <= first_line)
-    return event[counts], literal[counts]
-
-
-def rare_hits(prefilter: Prefilter, data, begin, first_line_end) -> dict[int, Any]:
-    """Per rare literal id, the (numpy, unique) events holding it. The events are byte spans of the numpy uint8
-    `data` starting at `begin` (in order, back to back, the last to the end of `data`). A literal
-    that only counts in an event's first line must end by `first_line_end`. A superset: `exact_signatures`
-    decides on the text that is kept."""
-    import numpy as np
-
-    rare, database, lengths, header_only = _rare(prefilter)
-    found: dict[int, Any] = {}
-    if not len(begin) or not rare:
-        return found
-    base = int(begin[0])
-    view = memoryview(data)[base:]
-    if database is None:
-        ends, ids = _find_all(bytes(view), [prefilter.literals[i].encode("utf-8") for i in rare])
-    else:
-        ids, ends = [], []
-
-        def on_match(literal_id, start, stop, flags, context):
-            ids.append(literal_id)
-            ends.append(stop)
-
-        database.scan(view, match_event_handler=on_match)
+    compiled.scan(memoryview(data)[base:], match_event_handler=on_match)
     if not ids:
-        return found
+        return Hits(n, {}, none)
     which = np.array(ids, dtype=np.int64)
     stop = np.array(ends, dtype=np.int64) + base
-    event = np.searchsorted(begin, stop - lengths[which], side="right") - 1
-    bound = np.append(begin[1:], len(data))
-    inside = (stop <= bound[event]) & (~header_only[which] | (stop <= first_line_end[event]))
-    pairs = np.unique(which[inside] * len(begin) + event[inside])  # (literal, event), sorted by literal
+    event = np.searchsorted(begin, stop - 1, side="right") - 1  # the event holding the match's last byte
+    words = which < len(prefilter.words)
+    level_words = np.unique(event[words & (stop <= first_line_end[event])])
+    return _hits(n, which[~words], event[~words], level_words)
+
+
+def _hits(n: int, which, event, level_words) -> Hits:
+    """Hits of the (pattern, event) pairs found, each pair counted once."""
+    import numpy as np
+
+    pairs = np.unique(which * n + event)  # (pattern, event), sorted by pattern
+    pattern, event = np.divmod(pairs, n)
+    cuts = np.flatnonzero(np.diff(pattern)) + 1
     if not len(pairs):
-        return found
-    literal, event = np.divmod(pairs, len(begin))
-    cuts = np.flatnonzero(np.diff(literal)) + 1
-    for events, k in zip(np.split(event, cuts), literal[np.append(0, cuts)], strict=True):
-        found[rare[k]] = events
-    return found
+        return Hits(n, {}, level_words)
+    firsts = np.append(0, cuts)
+    by_pattern = {int(pattern[at]): events for at, events in zip(firsts, np.split(event, cuts), strict=True)}
+    return Hits(n, by_pattern, level_words)
+
+
+def _scan_re2(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
+    """The same pass without Hyperscan (a platform without its wheel): RE2, which reads the same pattern syntax,
+    over the events as an Arrow array, one pattern at a time (slower by the number of patterns)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def spans(ends):  # back-to-back spans from `begin`, as strings over `data` (no copy)
+        offsets = np.append(begin, ends[-1]).astype(np.int64)
+        return pa.LargeStringArray.from_buffers(len(begin), pa.py_buffer(offsets), pa.py_buffer(data))
+
+    events = spans(np.append(begin[1:], len(data)))
+    first_lines = pa.array(
+        [bytes(data[a:b]).decode("utf-8", "replace") for a, b in zip(begin, first_line_end, strict=True)]
+    )
+    words = set()
+    for word in prefilter.words:
+        words.update(np.flatnonzero(pc.match_substring(first_lines, word).to_numpy(zero_copy_only=False)).tolist())
+    which, event = [], []
+    for number, pattern in enumerate(prefilter.patterns[len(prefilter.words) :], start=len(prefilter.words)):
+        hit = np.flatnonzero(pc.match_substring_regex(events, pattern).to_numpy(zero_copy_only=False))
+        which.append(np.full(len(hit), number, dtype=np.int64))
+        event.append(hit)
+    empty = np.zeros(0, dtype=np.int64)
+    return _hits(len(begin), np.concatenate([empty, *which]), np.concatenate([empty, *event]), np.array(sorted(words)))
+
+
+def database(prefilter: Prefilter):
+    """The prefilter's database in this process (None without Hyperscan)."""
+    return _loaded(prefilter.patterns, prefilter.compiled)
 
 
 @lru_cache(maxsize=4)
-def _rare(prefilter: Prefilter):
-    """The rare literals' ids, their Hyperscan database (None without Hyperscan), byte lengths and
-    header-only flags: once per worker, not once per part."""
-    import numpy as np
+def _loaded(patterns: tuple[str, ...], compiled: bytes | None):
+    """Loaded from the bytes the driver compiled (once per worker process), else compiled here (a worker on
+    another platform, or a prefilter built without them)."""
+    if compiled is not None:
+        import hyperscan
 
-    rare = tuple(sorted({i for i in prefilter.rare if i >= 0}))
-    database = _database(tuple(prefilter.literals[i] for i in rare)) if rare else None
-    lengths = np.array([len(prefilter.literals[i].encode("utf-8")) for i in rare], dtype=np.int64)
-    return rare, database, lengths, np.array([prefilter.header_only[i] for i in rare], dtype=bool)
-
-
-def exact_signatures(prefilter: Prefilter, found: dict, rows, text):
-    """The signatures each kept event could match (all their literals in its kept text), as a list<int32> array.
-    `rows`: per event, its row in `text` (-1: not kept); `found`: rare_hits."""
-    import numpy as np
-    import pyarrow as pa
-
-    events = [rows[hit] for hit in found.values()]
-    candidates = np.unique(np.concatenate(events)) if events else np.zeros(0, dtype=np.int64)
-    candidates = candidates[candidates >= 0]
-    event, literal = literal_hits(prefilter, text, candidates)
-    width = len(prefilter.literals)
-    present = np.unique(event * width + literal)  # sorted keys of the (row, literal) pairs found
-    pairs_row, pairs_sig = [], []
-    for number, lits in enumerate(prefilter.signatures):
-        hit = found.get(prefilter.rare[number])
-        if hit is None:
-            continue
-        at = rows[hit]
-        at = at[at >= 0]
-        for lit in lits:
-            key = at * width + lit
-            where = np.minimum(np.searchsorted(present, key), max(len(present) - 1, 0))
-            at = at[present[where] == key] if len(present) else at[:0]
-        pairs_row.append(at)
-        pairs_sig.append(np.full(len(at), number, dtype=np.int32))
-    row = np.concatenate(pairs_row) if pairs_row else np.zeros(0, dtype=np.int64)
-    sig = np.concatenate(pairs_sig) if pairs_sig else np.zeros(0, dtype=np.int32)
-    order = np.lexsort((sig, row))
-    offsets = np.zeros(len(text) + 1, dtype=np.int32)
-    np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(sig[order], type=pa.int32()))
+        try:
+            database = hyperscan.loadb(compiled, hyperscan.HS_MODE_BLOCK)
+            database.scratch = hyperscan.Scratch(database)  # a loaded database has none
+            return database
+        except hyperscan.error:
+            pass
+    return compile_patterns(patterns)
 
 
-def _find_all(data: bytes, literals: list[bytes]) -> tuple[list[int], list[int]]:
-    """(end offsets, literal numbers) of every occurrence, without Hyperscan (slower by the number of literals)."""
-    ends, ids = [], []
-    for number, literal in enumerate(literals):
-        at = data.find(literal)
-        while at >= 0:
-            ends.append(at + len(literal))
-            ids.append(number)
-            at = data.find(literal, at + 1)
-    return ends, ids
-
-
-def _hits_pyarrow(prefilter: Prefilter, text):
-    """The same without Hyperscan: one substring search per literal (slower by the number of literals)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    first_line = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
-    events, literals = [], []
-    for i, (literal, header_only) in enumerate(zip(prefilter.literals, prefilter.header_only, strict=True)):
-        hit = np.flatnonzero(
-            pc.match_substring(first_line if header_only else text, literal).to_numpy(zero_copy_only=False)
-        )
-        events.append(hit)
-        literals.append(np.full(len(hit), i, dtype=np.int64))
-    return np.concatenate(events), np.concatenate(literals)
-
-
-@lru_cache(maxsize=8)
-def _database(literals: tuple[str, ...], once_per_scan: bool = False):
-    """A compiled Hyperscan database of the literals (once per worker process), or None without Hyperscan.
-    `once_per_scan`: each literal is reported at its first occurrence only."""
+def serialized(patterns: tuple[str, ...], name: str = "hyperscan-rules") -> bytes | None:
+    """The patterns' database compiled and serialized, kept in the user's state folder by a digest of the
+    patterns (compiling the rules' takes a third of a second, a catalogue's many seconds); None without
+    Hyperscan."""
     try:
         import hyperscan
     except ImportError:
         return None
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(
-        expressions=[lit.encode("utf-8") for lit in literals],
-        ids=list(range(len(literals))),
-        elements=len(literals),
-        flags=[hyperscan.HS_FLAG_SINGLEMATCH if once_per_scan else 0] * len(literals),
-        literal=True,
+    key = hashlib.sha256("\0".join(patterns).encode("utf-8")).hexdigest()[:32]
+    found = cached(name, key)
+    if isinstance(found, bytes):
+        return found
+    compiled = hyperscan.dumpb(compile_patterns(patterns))
+    store(name, key, compiled)
+    return compiled
+
+
+def compile_patterns(patterns: tuple[str, ...]):
+    """The patterns compiled for Hyperscan's block mode (None without Hyperscan). A pattern Hyperscan cannot
+    compile exactly is compiled in its prefilter mode (a superset of its matches, which is all the pass needs)."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    exact = hyperscan.HS_FLAG_UTF8
+    flags = [exact] * len(patterns)
+    try:
+        return _compiled(patterns, flags)
+    except hyperscan.error:
+        for i, pattern in enumerate(patterns):  # find the ones that need the prefilter mode
+            try:
+                _compiled((pattern,), [exact])
+            except hyperscan.error:
+                flags[i] = exact | hyperscan.HS_FLAG_PREFILTER
+        return _compiled(patterns, flags)
+
+
+def _compiled(patterns: tuple[str, ...], flags: list[int]):
+    import hyperscan
+
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[p.encode("ascii") for p in patterns],
+        ids=list(range(len(patterns))),
+        elements=len(patterns),
+        flags=flags,
     )
-    return database
+    return db

@@ -8,9 +8,10 @@ numbers are relative to the range: the ranges' own line counts, summed on the dr
 numbers (events.file_line).
 
 No Python runs per line: numpy finds the line starts, the layout's header regex runs over Arrow arrays of
-lines (headers.py), Hyperscan scans the raw bytes for one rare literal per signature (prefilter.py), and only
-the events it hits, plus the events at WARN level or above, get their text cut out and checked for all of
-their signatures' literals; secrets in it are masked (masking.py), and the rules are matched on it (matcher.py).
+lines (headers.py), one Hyperscan pass over the raw bytes finds the events each signature's whole regexes can
+match (prefilter.py) and the headers' level words, and only those events, plus the events at WARN level or
+above, get their text cut out; secrets in it are masked (masking.py), their header fields are taken by RE2 over
+all of them at once (re2.py), the rules are matched on them (matcher.py) and the metrics measured (measure.py).
 Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
@@ -29,27 +30,30 @@ from typing import Any
 
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
-from .headers import WARN_WORDS, HeaderTest, first_byte_table, flag, header_fields, header_test
-from .matcher import Fields, Matcher
-from .prefilter import Prefilter, exact_signatures, rare_hits
+from .catalogue import candidates, entry_hits
+from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
+from .matcher import EXCEPTION_LINE, Fields, Matcher
+from .measure import measures, measures_type
+from .prefilter import Prefilter, scan
+from .re2 import extract, re2_regex
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
 EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
-WORD = re.compile(r"[A-Za-z]+")
-WARN_WORDS_ANY_CASE = WARN_WORDS | {word.lower() for word in WARN_WORDS}
 OUT_EVENTS = 20_000  # events per Arrow batch written
 ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
+# an exception line or a stack frame: an event holding one can be failure evidence for the catalogue
+TRACE = re.compile("(?m)" + EXCEPTION_LINE.removeprefix("(?m)") + r"|^\s*at\s+\S")
 
 MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
+ENTRIES = "array<struct<entry: string, idx: int>>"  # the catalogue's entries an event matches, and the line
 # the events as the tasks write them (events.py reads them, and adds `time` parsed from `ts`)
 STORED_SCHEMA = (
     f"sid int, bundle int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
-    f"matches {MATCHES}, "
-    f"measures {MEASURES}, ts string, level string, logger string, thread string, host string, uptime double, "
-    "message string, text string"
+    f"matches {MATCHES}, measures {MEASURES}, entries {ENTRIES}, ts string, level string, logger string, "
+    "thread string, host string, uptime double, message string, text string, repeats int"
 )
-COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned")
+COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned", "catalogued")
 OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
 
 
@@ -82,6 +86,7 @@ class PartStats:
     matched: int = 0
     measured: int = 0
     warned: int = 0
+    catalogued: int = 0
 
 
 def run(
@@ -131,6 +136,8 @@ class _EventsFile:
         self.pending_bytes = 0
 
     def write(self, batch) -> None:
+        if not batch.num_rows:
+            return
         self.pending.append(batch)
         self.pending_bytes += batch.nbytes
         if self.pending_bytes >= ROW_GROUP_BYTES:
@@ -183,15 +190,16 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     import pyarrow.compute as pc
 
     events = _Events(part, data, starts, owned, piece, crlf)
-    matched = measured = warned = 0
+    matched = measured = warned = catalogued = 0
     for batch in events.kept(prefilter, matcher):
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
         measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
+        catalogued += pc.sum(pc.list_value_length(batch.column("entries"))).as_py() or 0
         warned += pc.sum(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS)))).as_py() or 0
         yield batch
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
-    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned)
+    yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned, catalogued)
 
 
 class _Events:
@@ -236,24 +244,95 @@ class _Events:
         end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
         end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
         end = np.maximum(end, begin)
-        found = rare_hits(prefilter, self.data, self.starts[self.first], self.ends[self.first])
+        hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first])
+        found = {number: hits.signature_events(patterns) for number, patterns in enumerate(prefilter.signatures)}
         keep = np.zeros(len(self.first), dtype=bool)
         for events in found.values():
             keep[events] = True
-        if self.test.warn is not None:  # the level regex only on headers that hold one of its words
-            words = rare_hits(_words(self.test), self.data, self.starts[self.first], self.ends[self.first])
-            heads = np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *words.values()]))
-            heads = heads[self.header[self.first[heads]] & ~keep[heads]]
-            keep[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
+        warn = np.zeros(len(self.first), dtype=bool)
+        if self.test.warn is not None:  # the level regex only on headers that hold one of the level words
+            heads = hits.level_words
+            heads = heads[self.header[self.first[heads]]]
+            warn[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
+        entries = self._catalogue_candidates(matcher, warn, capped)
+        keep[list(entries)] = True
+        repeats = self._warned_groups(np.flatnonzero(warn & ~keep))
+        keep[list(repeats)] = True
         keep = np.flatnonzero(keep)
         rows = np.full(len(self.first), -1, dtype=np.int64)
         for chunk in range(0, len(keep), OUT_EVENTS):
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, rows, prefilter, matcher)
+            yield self._batch(part, begin, end, found, rows, matcher, entries, repeats)
 
-    def _batch(self, keep, begin, end, found, rows, prefilter: Prefilter, matcher: Matcher | None):
+    def _warned_groups(self, events) -> dict[int, int]:
+        """Events at WARN level or above that no signature, metric or catalogue entry can match, reduced: per
+        logger, message and level, the first and the last event are kept, the first standing for every one
+        before the last (`repeats`, which unexplained.py sums). The others' text is never cut, only their
+        headers'."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not len(events):
+            return {}
+        heads = pc.utf8_rtrim(self.text.take(pa.array(self.first[events])), characters="\r\n")
+        headerless = ~self.header[self.first[events]] | self.piece[self.first[events]]
+        fields = _header_fields(self.part, heads.cast(pa.string()), headerless)
+        table = pa.table(
+            {
+                "logger": fields["logger"],
+                "message": fields["message"],
+                "level": fields["level"],
+                "at": pa.array(np.arange(len(events))),
+            }
+        )
+        groups = table.group_by(["logger", "message", "level"], use_threads=False).aggregate(
+            [("at", "min"), ("at", "max"), ("at", "count")]
+        )
+        first, last = groups.column("at_min").to_numpy(), groups.column("at_max").to_numpy()
+        count = groups.column("at_count").to_numpy()
+        kept = {int(events[a]): int(n) - (n > 1) for a, n in zip(first, count, strict=True)}
+        kept.update({int(events[b]): 1 for b, n in zip(last, count, strict=True) if n > 1})
+        return kept
+
+    def _catalogue_candidates(self, matcher: Matcher | None, warn, capped) -> dict[int, list[int]]:
+        """Per event that can be failure evidence (at WARN level or above, of more than one line, without a header,
+        or in an untimed paste), the catalogue entries whose patterns its bytes hold (catalogue.py)."""
+        import numpy as np
+
+        index = matcher.catalogue if matcher is not None else None
+        if index is None:
+            return {}
+        evidence = warn | (self.last > self.first) | ~self.header[self.first]
+        if not layout_by_id(self.part.layout).timed:
+            evidence[:] = True
+        at = np.flatnonzero(evidence)
+        lines, owner = self._lines_but_frames(at, capped)
+        spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines])
+        found: dict[int, list[int]] = {}
+        for event, entry in zip(owner[spans].tolist(), numbers.tolist(), strict=True):
+            found.setdefault(event, []).append(entry)
+        return {event: sorted(set(numbers)) for event, numbers in found.items()}
+
+    def _lines_but_frames(self, events, capped):
+        """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
+        is matched on a line that is no frame (catalogue.entry_hits), and frames are most of a trace's bytes."""
+        import numpy as np
+
+        first = self.first[events]
+        count = capped[events] - first + 1
+        owner = np.repeat(events, count)
+        lines = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()), dtype=np.int64)
+        at = self.starts[lines]
+        top = len(self.data) - 1
+        frame = self.data[at] == 9  # a tab, then "at "
+        for offset, byte in ((1, 97), (2, 116), (3, 32)):
+            frame &= self.data[np.minimum(at + offset, top)] == byte
+        return lines[~frame], owner[~frame]
+
+    def _batch(self, keep, begin, end, found, rows, matcher: Matcher | None, entries: dict, repeats: dict):
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -262,13 +341,16 @@ class _Events:
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text = _masked(text)
-        sigs = exact_signatures(prefilter, found, rows, text)
+        sigs = _signature_lists(found, rows, len(keep))
         first, part = self.first[keep], self.part
         orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
         n = len(keep)
-        fields = _header_fields(part, text, orphan | self.piece[first])
-        matches, measures = _matches(matcher, part, text, sigs, fields)
-        return pa.RecordBatch.from_arrays(
+        headerless = orphan | self.piece[first]
+        fields = _header_fields(part, text, headerless)
+        matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
+        level = fields["level"]
+        entry_hits = _entry_hits(matcher, text, keep, entries, level, headerless | ~self.header[first], part)
+        batch = pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
                 pa.array(np.full(n, part.bundle, dtype=np.int32)),
@@ -278,21 +360,70 @@ class _Events:
                 pa.array(orphan),
                 sigs,
                 matches,
-                measures,
-                *[pa.array(fields[name], pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
+                measured,
+                entry_hits,
+                *[fields[name] for name in HEADER],
                 text,
+                pa.array([repeats.get(event, 1) for event in keep.tolist()], pa.int32()),
             ],
             schema=_schema(),
         )
+        needed = pc.or_(
+            pc.or_(pc.greater(pc.list_value_length(matches), 0), pc.greater(pc.list_value_length(measured), 0)),
+            pc.or_(
+                pc.greater(pc.list_value_length(entry_hits), 0),
+                pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False),
+            ),
+        )
+        if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
+            return batch
+        return batch.filter(needed)  # a candidate nothing matched is not kept
 
 
-@cache
-def _words(test: HeaderTest) -> Prefilter:
-    """The level words of a layout's WARN test, as a prefilter (one signature per word, in the first line)."""
-    words = sorted(set(WORD.findall(test.warn or "")) & WARN_WORDS_ANY_CASE)
-    return Prefilter(
-        tuple(words), (True,) * len(words), tuple((i,) for i in range(len(words))), tuple(range(len(words)))
-    )
+def _entry_hits(matcher: Matcher | None, text, keep, entries: dict[int, list[int]], level, headerless, part: Part):
+    """Per row, the catalogue entries it matches on a line that is no stack frame (entry id, line index), when
+    the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
+    holding an exception or a stack frame (catalogue.py). Python's `re` on the candidates only."""
+    import pyarrow as pa
+
+    out: list = [[] for _ in range(len(keep))]
+    index = matcher.catalogue if matcher is not None else None
+    if index is None or not entries:
+        return pa.array(out, type=_entries_type())
+    rows = [i for i, event in enumerate(keep.tolist()) if event in entries]
+    pasted = not layout_by_id(part.layout).timed
+    texts = text.take(pa.array(rows, pa.int64())).to_pylist()
+    levels = level.take(pa.array(rows, pa.int64())).to_pylist()
+    for row, value, lvl in zip(rows, texts, levels, strict=True):
+        found = entry_hits(index, value, entries[int(keep[row])])
+        if found and (pasted or lvl in WARN_WORDS or bool(headerless[row]) or TRACE.search(value)):
+            out[row] = found
+    return pa.array(out, type=_entries_type())
+
+
+def _entries_type():
+    import pyarrow as pa
+
+    return pa.list_(pa.struct([("entry", pa.string()), ("idx", pa.int32())]))
+
+
+def _signature_lists(found: dict, rows, n: int):
+    """Per kept event (its row), the signatures it is a candidate of, ascending, as a list<int32> array.
+    `found`: per signature, its candidate events; `rows`: per event, its row (-1: not in this batch)."""
+    import numpy as np
+    import pyarrow as pa
+
+    pairs_row, pairs_sig = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int32)]
+    for number, events in found.items():
+        at = rows[events]
+        at = at[at >= 0]
+        pairs_row.append(at)
+        pairs_sig.append(np.full(len(at), number, dtype=np.int32))
+    row, sig = np.concatenate(pairs_row), np.concatenate(pairs_sig)
+    order = np.lexsort((sig, row))
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(row, minlength=n), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(sig[order], type=pa.int32()))
 
 
 def _read(handle, part: Part, lo: int):
@@ -420,9 +551,11 @@ def _schema():
             ("orphan", pa.bool_()),
             ("sigs", pa.list_(pa.int32())),
             ("matches", _matches_type()),
-            ("measures", _measures_type()),
+            ("measures", measures_type()),
+            ("entries", _entries_type()),
             *[(name, pa.float64() if name == "uptime" else pa.string()) for name in HEADER],
             ("text", pa.string()),
+            ("repeats", pa.int32()),  # the events this row stands for: 1, or a group of WARN+ events (_warned_groups)
         ]
     )
 
@@ -445,18 +578,93 @@ def _masked(text):
 HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
-def _header_fields(part: Part, text, headerless) -> dict[str, list]:
+def _header_fields(part: Part, text, headerless) -> dict:
     """Per event, its header's fields by the layout's regex (none for an event without a header), the message
-    the header's own when the layout names none, the level in upper case, the layout's fixed logger."""
+    the header's own when the layout names none, the level in upper case, the layout's fixed logger: Arrow
+    arrays, taken by RE2 over all the events' first lines at once (re2.py; Python's `re` per event only for a
+    layout RE2 cannot read exactly)."""
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0).to_pylist()
-    columns: dict[str, list] = {name: [None] * len(heads) for name in HEADER}
-    columns["message"] = list(heads)
-    if part.layout == "none":
+    heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
+    n = len(heads)
+    columns: dict = {name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER}
+    columns["message"] = heads
+    if part.layout == "none" or not n:
         return columns
+    layout = layout_by_id(part.layout)
+    prefix = _header_prefix(layout.header)
+    if prefix is None:
+        return _header_fields_python(part, heads, headerless)
+    found = extract(heads, prefix)
+    names = {field.name for field in found.type}
+    has_header = pa.array(~np.asarray(headerless, dtype=bool))
+    none = pa.scalar(None, pa.string())
+
+    def field(name: str):  # the group's value where it is not empty and the event has a header
+        if name == "msg":
+            return _rest(heads, found.field(PREFIX))
+        if name not in names:
+            return pa.nulls(n, pa.string())
+        values = found.field(name)
+        return pc.if_else(pc.and_kleene(has_header, pc.not_equal(values, "")), values, none)
+
+    columns["ts"], columns["thread"], columns["host"] = field("ts"), field("thread"), field("host")
+    columns["level"] = pc.utf8_upper(field("level"))
+    columns["logger"] = pc.if_else(
+        has_header, pc.coalesce(field("logger"), pa.scalar(layout.fixed_logger, pa.string())), none
+    )
+    message = field("msg")
+    columns["message"] = pc.if_else(pc.and_kleene(has_header, pc.not_equal(message, "")), message, heads)
+    uptime = field("uptime")
+    at = np.flatnonzero(uptime.is_valid().to_numpy(zero_copy_only=False))
+    if len(at):  # as Python's float() reads them (digits of any script too)
+        values = np.full(n, np.nan)
+        values[at] = [_float(v) if _float(v) is not None else np.nan for v in uptime.take(pa.array(at)).to_pylist()]
+        columns["uptime"] = pa.array(values, pa.float64(), mask=np.isnan(values))
+    return columns
+
+
+PREFIX = "flinkdoctorHeader"  # the group holding what precedes the message
+MESSAGE_TAIL = "(?<msg>.*)$"
+
+
+@cache
+def _header_prefix(header: str) -> str | None:
+    """The layout's header regex without its message, `(?<msg>.*)$`, as one group PREFIX: RE2 takes the
+    fields before the message several times faster without it, and the message is the rest of the line (the
+    rest always matches `.*$`, so the fields are the same). None when the layout's regex does not end so, or RE2
+    cannot read it exactly: Python's `re` takes its fields."""
+    if not header.endswith(MESSAGE_TAIL) or re2_regex(header) is None:
+        return None
+    prefix = f"(?<{PREFIX}>{header[: -len(MESSAGE_TAIL)]})"
+    return prefix if re2_regex(prefix) is not None else None
+
+
+def _rest(heads, prefix):
+    """The rest of each line after its prefix (null where the prefix did not match)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    heads = heads.cast(pa.large_string())
+    offsets = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset : heads.offset + len(heads) + 1]
+    length = pc.fill_null(pc.binary_length(prefix), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    data = heads.buffers()[2] or pa.py_buffer(b"")
+    rest = _spans(data, offsets[:-1] + length, offsets[1:])
+    return pc.if_else(prefix.is_valid(), rest, pa.scalar(None, pa.string()))
+
+
+def _header_fields_python(part: Part, heads, headerless) -> dict:
+    """_header_fields by Python's `re`, per event."""
+    import pyarrow as pa
+
+    values = heads.to_pylist()
+    columns: dict[str, list] = {name: [None] * len(values) for name in HEADER}
+    columns["message"] = list(values)
     fixed = layout_by_id(part.layout).fixed_logger
-    for i, head in enumerate(heads):
+    for i, head in enumerate(values):
         if headerless[i]:
             continue
         fields = header_fields(part.layout, head)
@@ -467,7 +675,9 @@ def _header_fields(part: Part, text, headerless) -> dict[str, list]:
         columns["host"][i] = fields.get("host")
         columns["uptime"][i] = _float(fields.get("uptime"))
         columns["message"][i] = fields.get("msg") or head
-    return columns
+    return {
+        name: pa.array(column, pa.float64() if name == "uptime" else pa.string()) for name, column in columns.items()
+    }
 
 
 def _float(value: str | None) -> float | None:
@@ -477,28 +687,37 @@ def _float(value: str | None) -> float | None:
         return None
 
 
-def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict[str, list]):
+def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict, found: dict, rows):
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
-    metrics' measures of its lines."""
+    metrics' measures of its lines (measure.py, in bulk)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     matches: list = [[] for _ in range(len(text))]
-    measures: list = [[] for _ in range(len(text))]
-    at = np.flatnonzero(pc.list_value_length(sigs).to_numpy(zero_copy_only=False))
-    if matcher is not None and len(at):
-        texts, numbers = text.take(pa.array(at)).to_pylist(), sigs.take(pa.array(at)).to_pylist()
-        for i, one, wanted in zip(at, texts, numbers, strict=True):
-            event = Fields(
-                one, fields["message"][i], fields["level"][i], fields["logger"][i], fields["thread"][i], part.kind
-            )
+    if matcher is None:
+        return pa.array(matches, type=_matches_type()), pa.array(matches, type=measures_type())
+    first_metric = matcher.first_metric
+    offsets = sigs.offsets.to_numpy()
+    numbers = sigs.values.to_numpy()
+    rule_rows = np.unique(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
+    if len(rule_rows):
+        texts = text.take(pa.array(rule_rows)).to_pylist()
+        message, level = (
+            fields["message"].take(pa.array(rule_rows)).to_pylist(),
+            fields["level"].take(pa.array(rule_rows)).to_pylist(),
+        )
+        logger, thread = (
+            fields["logger"].take(pa.array(rule_rows)).to_pylist(),
+            fields["thread"].take(pa.array(rule_rows)).to_pylist(),
+        )
+        for k, i in enumerate(rule_rows.tolist()):
+            wanted = numbers[offsets[i] : offsets[i + 1]]
+            event = Fields(texts[k], message[k], level[k], logger[k], thread[k], part.kind)
             matches[i] = [
                 {"rule": rule, "captures": list(captures.items()), "idx": idx}
-                for rule, captures, idx in matcher.match(event, wanted)
+                for rule, captures, idx in matcher.match(event, wanted[wanted < first_metric].tolist())
             ]
-            measures[i] = matcher.measure(one, wanted)
-    return pa.array(matches, type=_matches_type()), pa.array(measures, type=_measures_type())
+    return pa.array(matches, type=_matches_type()), measures(matcher.metrics, text, found, rows)
 
 
 def _matches_type():
@@ -506,22 +725,6 @@ def _matches_type():
 
     return pa.list_(
         pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
-    )
-
-
-def _measures_type():
-    import pyarrow as pa
-
-    return pa.list_(
-        pa.struct(
-            [
-                ("metric", pa.int32()),
-                ("idx", pa.int32()),
-                ("line", pa.string()),
-                ("captures", pa.map_(pa.string(), pa.string())),
-                ("job", pa.string()),
-            ]
-        )
     )
 
 

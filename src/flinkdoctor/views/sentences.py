@@ -30,8 +30,9 @@ def checkpoint_sentences(job: JSONObject) -> list[str]:
     lines += _durations(job.get("percentiles") or {}, timeout, interval, longest)
     if interval and ended:
         over = job.get("over_interval") or 0
+        every = max(job.get("ended") or 0, len(ended))  # a long run's series shows only some of them
         lines.append(
-            f"{over} of {len(ended)} checkpoints took longer than the {_ms(interval['ms'])} interval"
+            f"{over} of {every} checkpoints took longer than the {_ms(interval['ms'])} interval"
             + (": the next one was due before they ended, so checkpoints run back to back." if over else ".")
         )
     trend = job.get("trend")

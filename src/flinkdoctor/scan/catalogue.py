@@ -1,0 +1,201 @@
+"""The failure catalogue (knowledge/catalogue: message formats and exception classes from the code) in the scan.
+
+Tens of thousands of entries are one Hyperscan database of their regexes (patterns.py rewrites each as it does
+the rules'), compiled once per catalogue and machine: the driver compiles it (or reads it from the user's state
+folder, keyed by the entries' ids and regexes) and hands the tasks its serialized bytes, so no task compiles it.
+It runs in a second pass over the bytes of the events that can be failure evidence only (at WARN level or above,
+of more than one line, or without a header: scanner.py), not over every healthy INFO line. Python's `re` then
+decides on the candidates, line by line (no stack frame), and the first line an entry matches is its hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..knowledge.regexes import python_regex
+from ..runtime.userstate import cached, store
+from .patterns import hyperscan_pattern
+
+FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
+
+
+@dataclass(frozen=True)
+class CatalogueIndex:
+    """What the tasks need of the catalogue: picklable, with the compiled database's bytes."""
+
+    ids: tuple[str, ...]  # entry ids, numbered by position
+    regexes: tuple[str, ...]  # per entry, its regex (Python's `re`)
+    patterns: tuple[str, ...]  # the distinct Hyperscan patterns
+    entries_of: tuple[tuple[int, ...], ...]  # per pattern, the entries it stands for
+    key: str  # a digest of the entries' ids and regexes
+    compiled: bytes | None = field(default=None, repr=False, compare=False)  # serialized (None: no Hyperscan)
+
+
+def default_catalogue():
+    """The shipped catalogue (knowledge.catalogue.load_catalogue)."""
+    from ..knowledge.catalogue import load_catalogue
+
+    return load_catalogue()
+
+
+def shipped_index() -> CatalogueIndex | None:
+    """The shipped catalogue's index, found in the state folder by the bytes of the catalogue's files, so a run
+    whose index is cached does not build the catalogue's 28,000 entries (0.8 s) to name its key."""
+    from ..knowledge.catalogue import catalogue_dir
+
+    digest = hashlib.sha256()
+    for path in sorted(catalogue_dir().glob("*.json")):
+        digest.update(path.name.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return catalogue_index(None, f"files-{digest.hexdigest()[:32]}")
+
+
+def catalogue_index(catalogue, key: str | None = None) -> CatalogueIndex | None:
+    """The index of a catalogue (anything with `entries` of `id` and `regex`; None: the shipped one, loaded
+    only when its index is not cached), with its database compiled; cached in the user's state folder by `key`
+    (default: the entries' ids and regexes) and the code that makes patterns of them. None for no entries."""
+    if key is None:
+        if catalogue is None or not catalogue.entries:
+            return None
+        digest = hashlib.sha256("\0".join(f"{e.id}\1{e.regex}" for e in catalogue.entries).encode("utf-8"))
+        key = digest.hexdigest()[:32]
+    key = f"{key}-{_code()}-{_engine()}"
+    name = "catalogue-index" if catalogue is None else "catalogue-index-other"  # another never evicts the shipped
+    index = cached(name, key)
+    if isinstance(index, CatalogueIndex) and index.key == key:
+        return index
+    if catalogue is None:
+        catalogue = default_catalogue()
+    if not catalogue.entries:
+        return None
+    pairs = [(entry.id, entry.regex) for entry in catalogue.entries]
+    by_pattern: dict[str, list[int]] = {}
+    for number, (_, regex) in enumerate(pairs):
+        try:
+            pattern = hyperscan_pattern(regex)
+        except Exception:  # noqa: BLE001 - a regex the rewrite cannot read is never a candidate (counted below)
+            pattern = None
+        if pattern is not None:
+            by_pattern.setdefault(pattern, []).append(number)
+    patterns = tuple(by_pattern)
+    index = CatalogueIndex(
+        tuple(i for i, _ in pairs),
+        tuple(r for _, r in pairs),
+        patterns,
+        tuple(tuple(by_pattern[p]) for p in patterns),
+        key,
+        _serialized(patterns),
+    )
+    store(name, key, index)
+    return index
+
+
+@lru_cache(maxsize=1)
+def _code() -> str:
+    """A digest of the code that turns regexes into the database (a change to it is a miss)."""
+    digest = hashlib.sha256()
+    for name in ("patterns.py", "prefilter.py", "catalogue.py"):
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _engine() -> str:
+    try:
+        import hyperscan
+    except ImportError:
+        return "none"
+    return str(getattr(hyperscan, "__version__", "hs"))
+
+
+def _serialized(patterns: tuple[str, ...]) -> bytes | None:
+    from .prefilter import compile_patterns
+
+    database = compile_patterns(patterns)
+    if database is None:
+        return None
+    import hyperscan
+
+    return hyperscan.dumpb(database)
+
+
+@lru_cache(maxsize=2)
+def _database(index: CatalogueIndex):
+    """The index's database in this process: loaded from its bytes, else compiled here (another platform)."""
+    from .prefilter import compile_patterns
+
+    if index.compiled is not None:
+        import hyperscan
+
+        try:
+            database = hyperscan.loadb(index.compiled, hyperscan.HS_MODE_BLOCK)
+            database.scratch = hyperscan.Scratch(database)  # a loaded database has none
+            return database
+        except hyperscan.error:
+            pass
+    return compile_patterns(index.patterns)
+
+
+def candidates(index: CatalogueIndex, data, begin, end):
+    """(spans, entries) numpy arrays: each (span, entry) pair whose entry's pattern the pass found in the span's
+    bytes [begin, end) of `data` (spans in order, not overlapping: an event's, or a line's), once."""
+    import numpy as np
+
+    none = np.zeros(0, dtype=np.int64)
+    if not len(begin):
+        return none, none
+    sizes = (end - begin).astype(np.int64)
+    starts = np.cumsum(sizes) - sizes  # where each span starts in the joined bytes
+    total = int(sizes.sum())
+    joined = np.asarray(data)[np.repeat(begin - starts, sizes) + np.arange(total, dtype=np.int64)].tobytes()
+    ids: list[int] = []
+    ends: list[int] = []
+
+    def on_match(pattern_id, start, stop, flags, context):
+        ids.append(pattern_id)
+        ends.append(stop)
+
+    database = _database(index)
+    if database is None:
+        return _candidates_re2(index, joined, starts)
+    database.scan(joined, match_event_handler=on_match)
+    if not ids:
+        return none, none
+    event = np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, side="right") - 1
+    pairs = np.unique(np.array(ids, dtype=np.int64) * len(begin) + event)
+    pattern, event = np.divmod(pairs, len(begin))
+    sizes = np.array([len(index.entries_of[p]) for p in pattern], dtype=np.int64)
+    entries = np.array([e for p in pattern.tolist() for e in index.entries_of[p]], dtype=np.int64)
+    return np.repeat(event, sizes), entries
+
+
+def _candidates_re2(index: CatalogueIndex, joined: bytes, starts):
+    """The same without Hyperscan: RE2 over the events, a pattern at a time (slow: a platform without its wheel)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = np.append(starts, len(joined)).astype(np.int64)
+    events = pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(joined))
+    found_events, found_entries = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for pattern, entries in zip(index.patterns, index.entries_of, strict=True):
+        hit = np.flatnonzero(pc.match_substring_regex(events, pattern).to_numpy(zero_copy_only=False))
+        for entry in entries:
+            found_events.append(hit)
+            found_entries.append(np.full(len(hit), entry, dtype=np.int64))
+    return np.concatenate(found_events), np.concatenate(found_entries)
+
+
+def entry_hits(index: CatalogueIndex, text: str, entries) -> list[dict]:
+    """The entries among `entries` (ascending) whose regex matches a line of the event that is no stack frame:
+    each with the first such line's index."""
+    lines = [(i, line) for i, line in enumerate(text.split("\n")) if not FRAME.match(line)]
+    found = []
+    for entry in entries:
+        pattern = python_regex(index.regexes[entry])
+        at = next((i for i, line in lines if pattern.search(line)), None)
+        if at is not None:
+            found.append({"entry": index.ids[entry], "idx": at})
+    return found

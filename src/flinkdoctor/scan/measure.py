@@ -1,0 +1,155 @@
+"""The metrics' measures of the kept events, taken over Arrow arrays: no Python per event, only per match.
+
+A metric's line regex (knowledge/metrics.yaml) is tried on every line of the events the pass found it can match
+in (prefilter.py): the events are split into lines, and RE2 (re2.py: the regex as RE2 finds exactly what
+Python's `re` finds) says which lines match, all at once; Python's `re` then takes the groups of the matching
+lines only (RE2's own extraction is slower than Python's for these regexes). A regex RE2 cannot read exactly is
+run by Python's `re` on every candidate line. Each matching line is a measure: the metric's position, the line's
+index in its event, the line (without trailing blanks), the groups that took part, and a job id found elsewhere
+in the event.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..knowledge.regexes import python_regex
+from .re2 import extract, matching, re2_regex, unicode_classes
+
+# a job id elsewhere in an event (a chk-N path), for a measure whose line names none
+JOB_IN_EVENT = r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b"
+SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())  # what str.rstrip() removes
+
+
+def measures(metrics: dict[int, tuple[int, str, str]], text, found: dict, rows):
+    """Per row of `text` (the kept events), its measures (MEASURES as an Arrow list array). `metrics`: signature
+    number -> (metric position, line regex, its longest literal); `found`: signature number -> candidate events;
+    `rows`: per event, its row in `text` (-1: not in it)."""
+    import numpy as np
+    import pyarrow as pa
+
+    pieces = []
+    for number, (position, regex, _) in metrics.items():
+        events = found.get(number)
+        if events is None or not len(events):
+            continue
+        cand = rows[events]
+        cand = np.unique(cand[cand >= 0])
+        if len(cand):
+            pieces.append(_measured(position, regex, text, cand))
+    pieces = [p for p in pieces if len(p[0])]
+    if not pieces:
+        return pa.array([[] for _ in range(len(text))], type=measures_type())
+    row = np.concatenate([p[0] for p in pieces])
+    idx = np.concatenate([p[1] for p in pieces])
+    metric = np.concatenate([np.full(len(p[0]), p[2], dtype=np.int32) for p in pieces])
+    line = pa.concat_arrays([p[3] for p in pieces])
+    captures = pa.concat_arrays([p[4] for p in pieces])
+    order = np.lexsort((metric, idx, row))  # by event, then line, then metric: the order Python's loop gave
+    row = row[order]
+    jobs = _jobs(text, np.unique(row))
+    struct = pa.StructArray.from_arrays(
+        [
+            pa.array(metric[order], pa.int32()),
+            pa.array(idx[order], pa.int32()),
+            line.take(pa.array(order)),
+            captures.take(pa.array(order)),
+            jobs.take(pa.array(row)),
+        ],
+        fields=list(measures_type().value_type),
+    )
+    offsets = np.zeros(len(text) + 1, dtype=np.int32)
+    np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), struct, type=measures_type())
+
+
+def _measured(position: int, regex: str, text, cand):
+    """(rows, line indexes, position, lines, captures) of the lines of events `cand` that `regex` matches."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lists = pc.split_pattern(text.take(pa.array(cand)), "\n")
+    flat = lists.flatten()
+    parent = pc.list_parent_indices(lists).to_numpy()
+    starts = lists.offsets.to_numpy()
+    idx = np.arange(len(flat)) - starts[parent]
+    pattern = python_regex(regex)
+    names = sorted(pattern.groupindex, key=pattern.groupindex.__getitem__)  # the order groupdict() gives
+    if re2_regex(regex) is not None:  # RE2 decides which lines match, Python's `re` takes their groups
+        hit = matching(flat, regex)
+        found = [pattern.search(value) for value in flat.take(pa.array(hit)).to_pylist()] if names else []
+    else:  # Python's `re` decides too
+        searched = [(i, pattern.search(value)) for i, value in enumerate(flat.to_pylist())]
+        hit = np.array([i for i, m in searched if m is not None], dtype=np.int64)
+        found = [m for _, m in searched if m is not None]
+    values = [pa.array([m.group(name) for m in found], pa.string()) for name in names]  # type: ignore[union-attr]
+    lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
+    return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
+
+
+def _captures(names: list[str], values: list, n: int):
+    """A map<string, string> per matching line: the groups that took part (null: a group that did not)."""
+    import numpy as np
+    import pyarrow as pa
+
+    empty = pa.array([], pa.string())
+    if not names:
+        return pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), empty, empty)
+    present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in values])  # groups x lines
+    which, line = np.nonzero(present)
+    order = np.lexsort((which, line))
+    which, line = which[order], line[order]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(line, minlength=n), out=offsets[1:])
+    keys = pa.array(np.array(names, dtype=object)[which].tolist(), pa.string()) if len(which) else empty
+    flat = pa.concat_arrays([v.cast(pa.string()) for v in values])
+    items = flat.take(pa.array(which * n + line)) if len(which) else empty
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, items)
+
+
+@cache
+def _job_regex(ascii_only: bool) -> str:
+    """JOB_IN_EVENT for RE2: its word boundaries as a character that is no word character (Python's \\w), or
+    the text's edge. The leftmost match and its groups are Python's (tests/test_re2.py). `ascii_only`: for texts
+    of ASCII characters only."""
+    classes = unicode_classes()
+    word = "".join(_range(a, b) for a, b in classes["word"] if not ascii_only or a < 128)
+    digit = "".join(_range(a, b) for a, b in classes["digit"] if not ascii_only or a < 128)
+    hexes = "(?P<path>[0-9a-f]{32})"
+    return rf"/{hexes}/chk-[{digit}]+|(?:\A|[^{word}])job (?P<named>[0-9a-f]{{32}})(?:[^{word}]|\z)"
+
+
+def _range(a: int, b: int) -> str:
+    return f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}"
+
+
+def _jobs(text, rows):
+    """Per row of `text`, the job id JOB_IN_EVENT finds in it (only `rows` are read; others null)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = extract(text.take(pa.array(rows)), JOB_IN_EVENT, _job_regex(True), _job_regex(False))
+    path, named = found.field("path"), found.field("named")
+    job = pc.if_else(pc.equal(path, ""), named, path)
+    job = pc.if_else(pc.equal(job, ""), pa.scalar(None, pa.string()), job)
+    out = np.full(len(text), None, dtype=object)
+    out[rows] = job.to_numpy(zero_copy_only=False)
+    return pa.array(out, pa.string())
+
+
+def measures_type():
+    import pyarrow as pa
+
+    return pa.list_(
+        pa.struct(
+            [
+                ("metric", pa.int32()),
+                ("idx", pa.int32()),
+                ("line", pa.string()),
+                ("captures", pa.map_(pa.string(), pa.string())),
+                ("job", pa.string()),
+            ]
+        )
+    )

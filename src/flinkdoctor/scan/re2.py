@@ -1,0 +1,270 @@
+"""A regex as RE2 reads it, where RE2 finds exactly what Python's `re` finds: to run it over whole Arrow arrays.
+
+The scan tasks take header fields and the metrics' captures with RE2 over arrays (pyarrow.compute), not with
+Python per event. RE2 differs from Python's `re`: its \\d, \\w, \\s and \\b are ASCII, its case folding is
+Unicode's (Python also folds `i` onto `İ` and `ı`), its `$` is only the end of the text, and it has no
+look-around, back reference, possessive quantifier or atomic group. So the regex is written anew from Python's
+parse tree of it: classes as the explicit sets of characters the running Python puts in them (\\d: decimal,
+\\w: alphanumeric or `_`, \\s: space, by str methods, which are what `re` uses), case-insensitive letters as the
+letters Python folds together, anchors as Python means them, groups without a name not capturing. A construct
+RE2 cannot mean the same way (\\b, \\B, look-arounds, back references, possessive and atomic parts, long
+bounded repeats, case folding outside ASCII) makes it None: Python's `re` then runs that regex.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from functools import cache
+from importlib import resources
+
+from ..knowledge.regexes import parse, sre
+
+CLASSES_FILE = "knowledge/unicode_classes.json"  # the classes for one Unicode version (write_classes)
+MAX_REPEAT = 1000  # RE2's bound on a counted repeat
+FOLDS = {"i": (0x130, 0x131), "k": (0x212A,), "s": (0x17F,)}  # what Python's IGNORECASE adds to ASCII letters
+SPECIAL = set("\\^$.|?*+()[]{}-/")
+
+
+class Inexact(ValueError):
+    """A construct RE2 would read otherwise than Python's `re`."""
+
+
+@cache
+def re2_regex(java: str, ascii_only: bool = False) -> str | None:
+    """The regex in RE2's syntax, finding the same matches and named groups as Python's `re`; None if RE2
+    cannot (module docstring). `ascii_only`: the same on texts of ASCII characters only, where its classes need
+    no characters outside ASCII (RE2 runs such classes several times faster)."""
+    tree = parse(java)
+    names = {number: name for name, number in tree.state.groupdict.items()}
+    if tree.state.flags & (sre.SRE_FLAG_ASCII | sre.SRE_FLAG_LOCALE):
+        return None
+    try:
+        text = "".join(_node(op, av, tree.state.flags, names) for op, av in tree)
+    except Inexact:
+        return None
+    return ASCII_CLASS.sub(_ascii_part, text) if ascii_only else text
+
+
+def extract(values, java: str, ascii_only_regex: str | None = None, regex: str | None = None):
+    """pyarrow.compute.extract_regex of the regex (re2_regex, which must not be None) over `values`: its ASCII
+    rows with the regex's ASCII form, the others with the whole one."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fast, whole = ascii_only_regex or re2_regex(java, True), regex or re2_regex(java)
+    plain = pc.fill_null(pc.string_is_ascii(values), True).to_numpy(zero_copy_only=False)
+    if plain.all():
+        return pc.extract_regex(values, fast)
+    if not plain.any():
+        return pc.extract_regex(values, whole)
+    at_plain, at_other = np.flatnonzero(plain), np.flatnonzero(~plain)
+    both = pa.concat_arrays(
+        [
+            pc.extract_regex(values.take(pa.array(at_plain)), fast),
+            pc.extract_regex(values.take(pa.array(at_other)), whole),
+        ]
+    )
+    back = np.empty(len(values), dtype=np.int64)
+    back[np.concatenate([at_plain, at_other])] = np.arange(len(values))
+    return both.take(pa.array(back))
+
+
+def matching(values, java: str):
+    """The positions (numpy) of the rows of `values` the regex (re2_regex, not None) finds a match in: its ASCII
+    rows by the regex's ASCII form, the others by the whole one."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = pc.fill_null(pc.string_is_ascii(values), True).to_numpy(zero_copy_only=False)
+    found = np.zeros(len(values), dtype=bool)
+    for rows, regex in ((np.flatnonzero(plain), re2_regex(java, True)), (np.flatnonzero(~plain), re2_regex(java))):
+        if len(rows):
+            subset = values if len(rows) == len(values) else values.take(pa.array(rows))
+            found[rows] = pc.match_substring_regex(subset, regex).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(found)
+
+
+# a class as re2_regex writes it; _ascii_part keeps only its ASCII members
+ASCII_CLASS = re.compile(r"\[(\^?)((?:[^\]\\]|\\x\{[0-9a-f]+\})(?:-(?:[^\]\\]|\\x\{[0-9a-f]+\}))?)*\]")
+ITEM = re.compile(r"([^\\]|\\x\{([0-9a-f]+)\})(?:-([^\\]|\\x\{([0-9a-f]+)\}))?")
+
+
+def _ascii_part(found: re.Match) -> str:
+    kept = []
+    for item in ITEM.finditer(found.group(0)[1 + len(found.group(1)) : -1]):
+        low = int(item.group(2), 16) if item.group(2) else ord(item.group(1))
+        if low >= 128:
+            continue
+        if item.group(3) is None:
+            kept.append(item.group(0))
+            continue
+        high = int(item.group(4), 16) if item.group(4) else ord(item.group(3))
+        kept.append(item.group(1) + "-" + (_char(min(high, 127))))
+    if not kept:  # no ASCII member: a class that matches no ASCII character (or, negated, every one)
+        return "[\\x{0}-\\x{7f}]" if found.group(1) else "[^\\x{0}-\\x{10ffff}]"
+    return f"[{found.group(1)}{''.join(kept)}]"
+
+
+def _node(op, av, flags: int, names: dict[int, str]) -> str:  # noqa: C901 (one case per node kind)
+    fold = bool(flags & sre.SRE_FLAG_IGNORECASE)
+    if op is sre.LITERAL:
+        return _class(_literal(av, fold), False)
+    if op is sre.NOT_LITERAL:
+        return _class(_literal(av, fold), True)
+    if op is sre.ANY:
+        return "(?s:.)" if flags & sre.SRE_FLAG_DOTALL else "."
+    if op is sre.CATEGORY:
+        return _class(_category(av), False)
+    if op is sre.IN:
+        items = list(av)
+        negate = bool(items) and items[0][0] is sre.NEGATE
+        ranges: list[tuple[int, int]] = []
+        for kind, value in items[1:] if negate else items:
+            if kind is sre.LITERAL:
+                ranges += _literal(value, fold)
+            elif kind is sre.RANGE:
+                ranges += _range(value[0], value[1], fold)
+            elif kind is sre.CATEGORY:
+                ranges += _category(value)
+            else:
+                raise Inexact(f"class item {kind}")
+        return _class(ranges, negate)
+    if op is sre.AT:
+        return _anchor(av, flags)
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        low, high, body = av
+        if high != sre.MAXREPEAT and high > MAX_REPEAT or low > MAX_REPEAT:
+            raise Inexact("a repeat beyond RE2's bound")
+        inner = "(?:" + "".join(_node(o, a, flags, names) for o, a in body) + ")"
+        count = f"{{{low},{'' if high == sre.MAXREPEAT else high}}}"
+        return inner + count + ("?" if op is sre.MIN_REPEAT else "")
+    if op is sre.SUBPATTERN:
+        group, add, remove, body = av
+        if add & (sre.SRE_FLAG_ASCII | sre.SRE_FLAG_LOCALE):
+            raise Inexact("ASCII classes in a group")
+        inner = "".join(_node(o, a, (flags | add) & ~remove, names) for o, a in body)
+        name = names.get(group) if group is not None else None
+        return f"(?P<{name}>{inner})" if name else f"(?:{inner})"
+    if op is sre.BRANCH:
+        return "(?:" + "|".join("".join(_node(o, a, flags, names) for o, a in b) for b in av[1]) + ")"
+    raise Inexact(f"regex construct {op}")  # look-around, back reference, possessive, atomic, conditional
+
+
+def _anchor(at, flags: int) -> str:
+    multiline = bool(flags & sre.SRE_FLAG_MULTILINE)
+    if at is sre.AT_BEGINNING:
+        return "(?m:^)" if multiline else "\\A"
+    if at is sre.AT_BEGINNING_STRING:
+        return "\\A"
+    if at is sre.AT_END:
+        return "(?m:$)" if multiline else "(?:\\n?\\z)"  # Python's `$`: the end, or before a last newline
+    if at is sre.AT_END_STRING:
+        return "\\z"
+    raise Inexact(f"anchor {at}")  # \b and \B: RE2's are ASCII
+
+
+def _literal(code: int, fold: bool) -> list[tuple[int, int]]:
+    char = chr(code)
+    if not fold or char.lower() == char.upper() == char and code not in _folded():
+        return [(code, code)]
+    if code >= 128:
+        raise Inexact("case folding outside ASCII")
+    letter = char.lower()
+    codes = (ord(letter), ord(letter.upper()), *FOLDS.get(letter, ()))
+    return [(c, c) for c in codes]
+
+
+def _range(low: int, high: int, fold: bool) -> list[tuple[int, int]]:
+    if not fold:
+        return [(low, high)]
+    if high >= 128:
+        raise Inexact("case folding outside ASCII")
+    return [pair for code in range(low, high + 1) for pair in _literal(code, True)]
+
+
+@cache
+def _folded() -> frozenset[int]:
+    return frozenset(c for codes in FOLDS.values() for c in codes)
+
+
+def _category(category) -> list[tuple[int, int]]:
+    classes = unicode_classes()
+    for name, negated in (("digit", sre.CATEGORY_NOT_DIGIT), ("space", sre.CATEGORY_NOT_SPACE)):
+        if category is negated:
+            return _complement(classes[name])
+    if category is sre.CATEGORY_NOT_WORD:
+        return _complement(classes["word"])
+    plain = {sre.CATEGORY_DIGIT: "digit", sre.CATEGORY_SPACE: "space", sre.CATEGORY_WORD: "word"}.get(category)
+    if plain is None:
+        raise Inexact(f"category {category}")
+    return classes[plain]
+
+
+def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, at = [], 0
+    for low, high in ranges:
+        if low > at:
+            out.append((at, low - 1))
+        at = high + 1
+    if at <= 0x10FFFF:
+        out.append((at, 0x10FFFF))
+    return out
+
+
+def _class(ranges: list[tuple[int, int]], negate: bool) -> str:
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    if not negate and len(merged) == 1 and merged[0][0] == merged[0][1]:
+        return _char(merged[0][0])
+    body = "".join(_char(a) if a == b else f"{_char(a)}-{_char(b)}" for a, b in merged)
+    return f"[{'^' if negate else ''}{body}]"
+
+
+def _char(code: int) -> str:
+    char = chr(code)
+    if code < 128 and char.isprintable() and char not in SPECIAL:
+        return char
+    return f"\\x{{{code:x}}}"
+
+
+@cache
+def unicode_classes() -> dict[str, list[tuple[int, int]]]:
+    """\\d, \\s and \\w as the running Python's `re` has them, as code point ranges: read from CLASSES_FILE when
+    it was written for this Python's Unicode version, else worked out (a quarter of a second)."""
+    data = json.loads(resources.files("flinkdoctor").joinpath(CLASSES_FILE).read_text("utf-8"))
+    if data.get("unidata_version") == unicodedata.unidata_version:
+        return {name: [(pair[0], pair[1]) for pair in data[name]] for name in ("digit", "space", "word")}
+    return compute_classes()
+
+
+def compute_classes() -> dict[str, list[tuple[int, int]]]:
+    """The classes from the str methods Python's `re` uses for them (tests/test_re2.py checks they agree)."""
+    tests = {"digit": str.isdecimal, "space": str.isspace, "word": lambda c: c.isalnum() or c == "_"}
+    out: dict[str, list[tuple[int, int]]] = {}
+    for name, test in tests.items():
+        ranges: list[tuple[int, int]] = []
+        for code in range(0x110000):
+            if test(chr(code)):
+                if ranges and ranges[-1][1] == code - 1:
+                    ranges[-1] = (ranges[-1][0], code)
+                else:
+                    ranges.append((code, code))
+        out[name] = ranges
+    return out
+
+
+def write_classes(path) -> None:
+    """Write CLASSES_FILE for the running Python (python -c 'from flinkdoctor.scan.re2 import write_classes;
+    write_classes("src/flinkdoctor/knowledge/unicode_classes.json")')."""
+    data = {"unidata_version": unicodedata.unidata_version, **compute_classes()}
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, separators=(",", ":"))
+        handle.write("\n")

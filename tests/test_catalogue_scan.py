@@ -1,0 +1,125 @@
+"""Catalogue entries matched in the one scan, and their hits aggregated as the rules' matches are (scan/catalogue.py,
+diagnosis/findings.collect_catalogue_hits), on a real lab recording with a small catalogue in the fixed shape
+(tests/data/catalogue/scan-test.json: entries as tools/catalogue generated them from the code that prints them)."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import DATA
+
+BUNDLE = DATA / "lab" / "1.20.3" / "network-buffers.tar.gz"
+NO_TOKENS, BUFFERS, IO_EXCEPTION, SWITCHED = (
+    "flink:07a12763ccc8",
+    "flink:8a030b9dd455",
+    "jdk:eae3171d2a0a",
+    "flink:c8e958a5b1b3",
+)
+
+
+def small_catalogue():
+    entries = json.loads((DATA / "catalogue" / "scan-test.json").read_text("utf-8"))["entries"]
+    return SimpleNamespace(entries=tuple(SimpleNamespace(**entry) for entry in entries))
+
+
+def logs(tmp_path):
+    with tarfile.open(BUNDLE) as archive:
+        archive.extractall(tmp_path, filter="data")
+    return {p.name: p.read_text("utf-8").split("\n") for p in tmp_path.rglob("*.log")}
+
+
+@pytest.fixture(scope="module")
+def hits(spark, rules, tmp_path_factory):
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.diagnosis.findings import collect_catalogue_hits
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    work = tmp_path_factory.mktemp("catalogue")
+    manifest = ingest([BUNDLE], work)
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=small_catalogue())
+    events = build_events(spark, manifest, work, matcher.prefilter, matcher=matcher)
+    found = collect_catalogue_hits(events.table(spark), events.blocks, manifest, events.stats["catalogued"])
+    return {hit.entry: hit for hit in found}, manifest, events.stats
+
+
+def test_a_warning_the_code_logs_is_a_hit_each_time(hits, tmp_path):
+    """DefaultDelegationTokenManager's WARN line: one hit per line printed, each instance that line."""
+    found, manifest, _ = hits
+    lines = logs(tmp_path)
+    printed = [(name, n + 1) for name, text in lines.items() for n, line in enumerate(text) if NO_TOKENS_TEXT in line]
+    hit = found[NO_TOKENS]
+    assert hit.count == len(printed) > 0
+    paths = {s.id: s.path.rsplit("/", 1)[-1] for s in manifest.sources}
+    assert sorted((paths[i.sid], i.line) for i in hit.instances) == sorted(printed)
+    assert all(i.level == "WARN" and i.text.endswith(NO_TOKENS_TEXT) and i.time for i in hit.instances)
+
+
+def test_a_message_below_the_first_line_of_a_trace_is_a_hit_on_its_line(hits, tmp_path):
+    """The thrown message sits on a `Caused by:` line of a stack trace: the hit names that line, and the same
+    event's exception class (an `exception` entry) is a hit too; no stack frame is ever a hit's line."""
+    found, manifest, _ = hits
+    lines = logs(tmp_path)
+    paths = {s.id: s.path.rsplit("/", 1)[-1] for s in manifest.sources}
+    for entry, needle in (
+        (BUFFERS, "Insufficient number of network buffers: required"),
+        (IO_EXCEPTION, "java.io.IOException"),
+    ):
+        hit = found[entry]
+        in_logs = [i for i in hit.instances if paths[i.sid] in lines]  # (the REST answers' traces are hits too)
+        assert hit.count >= len(in_logs) >= 1
+        for instance in in_logs:
+            printed = lines[paths[instance.sid]][instance.line - 1]
+            assert needle in printed and not printed.lstrip().startswith("at ")
+            assert instance.text == printed.rstrip()[:600]
+            assert instance.event_line <= instance.line < instance.event_line + instance.event_lines
+
+
+def test_healthy_info_lines_are_no_hits(hits, tmp_path):
+    """The Task's state change (WARN in Flink 1.11, INFO since) matches every `switched from` INFO line of a
+    healthy start; only events that can be failure evidence (WARN+, a trace, no header) are hits."""
+    found, _, _ = hits
+    lines = logs(tmp_path)
+    switched = sum(1 for text in lines.values() for line in text if " INFO " in line and ") switched from " in line)
+    assert switched > 10
+    hit = found.get(SWITCHED)
+    assert hit is None or all(i.level in ("WARN", "ERROR") or i.event_lines > 1 for i in hit.instances)
+    assert hit is None or hit.count < switched
+
+
+def test_without_a_catalogue_the_scan_records_no_hit(hits):
+    from flinkdoctor.scan.matcher import build_matcher
+
+    assert build_matcher([], catalogue=None).catalogue is None
+    assert hits[2]["catalogued"] == sum(h.count for h in hits[0].values())
+
+
+NO_TOKENS_TEXT = "No tokens obtained so skipping notifications"
+
+
+def test_bundles_diagnosed_together_get_each_the_hits_it_gets_alone(spark, rules, tmp_path):
+    """The one diagnosis core with the shipped catalogue: two lab runs scanned together (as a fleet is) give each
+    bundle the catalogue hits it gets alone, counts and instances, none of the other's."""
+    from flinkdoctor.pipeline import diagnose_bundles
+    from flinkdoctor.sources.ingest import ingest
+
+    bundles = [BUNDLE, DATA / "lab" / "2.1.1" / "heap-oom.tar.gz"]
+    manifests = [ingest([b], tmp_path / f"b{i}") for i, b in enumerate(bundles)]
+    together = diagnose_bundles(spark, manifests, tmp_path / "together", rules)
+
+    def seen(hits, manifest):
+        paths = {s.id: s.path.rsplit("/", 1)[-1] for s in manifest.sources}
+        return {hit.entry: (hit.count, [(paths[i.sid], i.line, i.time, i.text) for i in hit.instances]) for hit in hits}
+
+    for b, bundle in enumerate(bundles):
+        alone = diagnose_bundles(spark, [ingest([bundle], tmp_path / f"a{b}")], tmp_path / f"alone{b}", rules)
+        mine = seen(together.catalogue_hits[b], together.manifest)
+        assert mine == seen(alone.catalogue_hits[0], alone.manifest), bundle
+        assert mine and all(hit.bundle == b for hit in together.catalogue_hits[b])
+        own = {s.id for s in together.manifest.sources if together.bundle_of[s.id] == b}
+        assert all(i.sid in own for hit in together.catalogue_hits[b] for i in hit.instances)
