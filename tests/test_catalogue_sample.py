@@ -74,6 +74,7 @@ def _sample():
 def _cases(base):
     """(case folder, entry, shape) for each sampled entry in each shape it is printed in; entries whose rendering
     their own regex does not match are counted, not used."""
+    base.mkdir(parents=True)
     event, at = _failure_event()
     header = event[0]
     stamp = header[: header.index(" INFO ")]

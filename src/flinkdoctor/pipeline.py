@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from .analytics import Analytics, analyse, analytics_rules, config_knowledge, extract, load_metrics
 from .analytics.metrics import Measure
 from .diagnosis.correlate import RootCause, correlate
-from .diagnosis.fallback import Outcome, fallback
+from .diagnosis.fallback import Catalogued, Outcome, fallback
 from .diagnosis.findings import CatalogueHit, Finding, collect_catalogue_hits, collect_findings, keep_applicable
 from .diagnosis.unexplained import baseline, collect_templates, explained_events, failure_time, top_templates
+from .knowledge.catalogue import load_catalogue
 from .knowledge.rulebook import Rule, load_rules
 from .knowledge.versions import detect
 from .options import check_flink_version, check_timezone, check_year
@@ -139,9 +140,11 @@ def diagnose_bundles(
     diagnosed = []
     for b, view in enumerate(views):
         own = {rule: n for (bundle, rule), n in counts.items() if bundle == b}
-        diagnosed.append(_diagnose_one(view, found[b], own, measured[b], by_id, every, flink_version))
+        diagnosed.append(_diagnose_one(view, found[b], own, measured[b], hits[b], by_id, every, flink_version))
     lap("analytics_s")
-    explained = explained_events(f for one in diagnosed for f in one.findings)
+    explained = explained_events(
+        f for one in diagnosed for f in [*one.findings, *(f for c in one.outcome.derived for f in c.instances)]
+    )
     templates = _by_bundle(
         collect_templates(table, events.blocks, combined, explained, events.stats.get("warned")),
         bundle_of,
@@ -186,6 +189,7 @@ def _diagnose_one(
     findings: list[Finding],
     counts: dict[str, int],
     measures: list[Measure],
+    hits: list[CatalogueHit],
     rules: dict[str, Rule],
     every: dict[str, Rule],
     flink_version: str | None,
@@ -204,7 +208,8 @@ def _diagnose_one(
     analytics = analyse(measures, manifest, version)  # checkpoint series, configuration audit: context findings
     findings, counts = findings + analytics.findings, {**analytics.counts, **counts}
     roots = correlate(findings, counts, every)
-    outcome = fallback(findings, counts, roots, every, {s.kind for s in manifest.sources})  # a failure is never healthy
+    catalogued = Catalogued.of(hits, load_catalogue()) if hits else Catalogued()  # the code's own messages found
+    outcome = fallback(findings, counts, roots, every, {s.kind for s in manifest.sources}, catalogued)
     return _One(findings, counts, roots, outcome, analytics, version, version_source)
 
 

@@ -28,7 +28,7 @@ from ..knowledge.rulebook import Rule
 from ..knowledge.validation import read_yaml, schema, schema_problems
 from ..knowledge.vocabulary import ANSWERED_BY, CATEGORIES, AnsweredBy, Verdict
 from .correlate import RootCause
-from .findings import OMITTED, Finding
+from .findings import OMITTED, CatalogueHit, CatalogueInstance, Finding
 
 KNOWLEDGE = "knowledge/exceptions.yaml"
 MAX_DERIVED = 3  # distinct derived causes reported, best first
@@ -136,6 +136,27 @@ class Catalogued:
     said: dict[int, dict[int, tuple[Said, ...]]] = field(default_factory=dict)  # sid -> file line -> what it said
     failures: tuple[Finding, ...] = ()  # rule CATALOGUED_RULE
 
+    @classmethod
+    def of(cls, hits: list[CatalogueHit], catalogue: Catalogue) -> Catalogued:
+        """From the scan's hits of one bundle: each instance's line, and each instance that is a failure (its
+        entry is printed as one, of a category other than `other`, in an ERROR or FATAL event or one without a
+        level), once per event."""
+        said: dict[int, dict[int, list[Said]]] = {}
+        failures: dict[tuple[int, int], Finding] = {}
+        for hit in hits:
+            entry = catalogue.by_id.get(hit.entry)
+            if entry is None or entry.kind != "message":
+                continue
+            for seen in hit.instances:
+                said.setdefault(seen.sid, {}).setdefault(seen.line, []).append(Said(entry, seen.line, seen.text))
+                failing = entry.level in FAILURE_PRINTS and entry.category != "other"
+                if failing and seen.level in (None, "ERROR", "FATAL"):
+                    failures.setdefault((seen.sid, seen.event_line), _failure(seen))
+        return cls(
+            {sid: {n: tuple(items) for n, items in lines.items()} for sid, lines in said.items()},
+            tuple(failures.values()),
+        )
+
     def within(self, finding: Finding) -> dict[int, tuple[Said, ...]]:
         """The catalogued lines of a finding's event."""
         lines = self.said.get(finding.sid, {})
@@ -144,6 +165,23 @@ class Catalogued:
         first = finding.event_file_line(0) if finding.event_line else finding.line
         last = finding.event_file_line(finding.event_lines - 1) if finding.event_line else finding.line
         return {n: said for n, said in lines.items() if first <= n <= last}
+
+
+def _failure(seen: CatalogueInstance) -> Finding:
+    """A catalogued failure line as the finding a derived cause is read from (its whole event kept)."""
+    return Finding(
+        rule=CATALOGUED_RULE,
+        sid=seen.sid,
+        line=seen.line,
+        time=seen.time,
+        host=seen.host,
+        job_id=None,
+        text=seen.text,
+        level=seen.level,
+        event_text=seen.event_text,
+        event_line=seen.event_line,
+        event_lines=seen.event_lines,
+    )
 
 
 @dataclass
