@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..safety import outbound
+
 TABLES = {
     "bundles": (
         "bundle_id string, digest string, name string, path string, status string, reason string, "
@@ -54,6 +56,7 @@ def append(spark, lake: str | Path, table: str, rows: list[dict]) -> None:
     """Append rows (dicts with every column) as a new `run` partition."""
     if rows:
         names = columns(table)
+        rows = outbound.rows(rows)  # masked: texts, names and paths come from the input
         frame = spark.createDataFrame([tuple(row[name] for name in names) for row in rows], TABLES[table])
         frame.write.mode("append").partitionBy("run").parquet(str(table_path(lake, table)))
 

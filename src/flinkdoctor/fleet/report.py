@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..safety.inert import inert
-from ..safety.masking import mask
+from ..safety.masking import mask, scrub
 from . import lake
 from .recurrence import DEFAULT_WINDOW, detect
 
@@ -121,7 +121,7 @@ def _when(hit: JobHit) -> tuple:
 
 
 def render_json(report: FleetReport) -> str:
-    text = mask(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)) or ""
+    text = json.dumps(scrub(report.to_dict()), indent=2, ensure_ascii=False, default=str)  # masked, then JSON
     return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
