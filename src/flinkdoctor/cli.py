@@ -6,9 +6,12 @@ Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from datetime import datetime
 from pathlib import Path
@@ -32,8 +35,22 @@ from .sources.ingest import DEFAULT_MAX_UNPACKED
 from .suggest import suggest
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: stop as on Ctrl-C (Spark's jobs cancelled, what the run wrote removed), and say so."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    handler = signal.getsignal(signal.SIGINT)  # PySpark's, once a session runs: it cancels the running jobs
+    if callable(handler) and handler is not signal.default_int_handler:
+        with contextlib.suppress(KeyboardInterrupt):
+            handler(signum, frame)
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every error becomes its exit code and one line on stderr; never a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Exit as done:
@@ -47,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     except FlinkdoctorError as err:
         outbound.echo(f"flinkdoctor: {inert(str(err), keep_newlines=True)}", err=True)
         sys.exit(err.exit_code)
+    except Terminated:
+        outbound.echo("flinkdoctor: terminated", err=True)
+        sys.exit(143)
     except KeyboardInterrupt:
         outbound.echo("flinkdoctor: interrupted", err=True)
         sys.exit(130)

@@ -61,12 +61,21 @@ def append(spark, lake: str | Path, table: str, rows: list[dict]) -> None:
         frame.write.mode("append").partitionBy("run").parquet(str(table_path(lake, table)))
 
 
+def complete_runs(lake: str | Path) -> set[str]:
+    """The runs that finished: a run writes its `bundles` rows last, so a run cut short (killed, a full disk)
+    has none, and its rows in the other tables are never read (the next run does its bundles again)."""
+    path = table_path(lake, "bundles")
+    return {p.name.removeprefix("run=") for p in path.glob("run=*") if p.is_dir()} if path.is_dir() else set()
+
+
 def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=None) -> list[dict]:
-    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table); [] when it is absent."""
+    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table), of finished runs only;
+    [] when it is absent."""
     import pyarrow.dataset as ds
 
     path = table_path(lake, table)
     if not path.is_dir():
         return []
     data = ds.dataset(str(path), format="parquet", partitioning="hive")
-    return data.to_table(columns=columns, filter=filter).to_pylist()
+    done = ds.field("run").isin(sorted(complete_runs(lake)))
+    return data.to_table(columns=columns, filter=done if filter is None else done & filter).to_pylist()
