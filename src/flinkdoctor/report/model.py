@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TypedDict
 
 from ..analytics.model import CheckpointAnalytics, ConfigAudit, iso
@@ -462,8 +462,12 @@ def build_report(
             input=given,
             flink_version=version,
             flink_version_from=version_source,
-            root_causes=(
-                [*derived_roots, *root_causes] if outcome and outcome.derived_first else [*root_causes, *derived_roots]
+            root_causes=_with_aftermath(
+                [*derived_roots, *root_causes] if outcome and outcome.derived_first else [*root_causes, *derived_roots],
+                findings,
+                rules,
+                version,
+                values,
             ),
             findings=finding_rows,
             skipped=[{k: str(v) for k, v in item.items()} for item in manifest.skipped],
@@ -476,6 +480,29 @@ def build_report(
             config_audit=config_audit,
         )
     )
+
+
+def _with_aftermath(
+    roots: list[RootCauseReport],
+    findings: list[Finding],
+    rules: dict[str, Rule],
+    version: str | None,
+    values: Mapping[str, str],
+) -> list[RootCauseReport]:
+    """The first root cause with the aftermath fixes of every rule the evidence shows, not only of its chain: a
+    file left open-for-write loses data whatever the cause was, so recovering it is part of the answer."""
+    if not roots:
+        return roots
+    first = roots[0]
+    given = {first.rule} | {fix.for_rule for fix in first.fix if fix.for_rule}
+    present = sorted({f.rule for f in findings if f.rule in rules and any(x.aftermath for x in rules[f.rule].fix)})
+    extra = [
+        _as_fix(item)
+        for rule_id in present
+        if rule_id not in given
+        for item in _fixes(rules[rule_id], version, values, aftermath_only=True)
+    ]
+    return [replace(first, fix=first.fix + extra), *roots[1:]] if extra else roots
 
 
 def _as_fix(item: FilledFix) -> Fix:
