@@ -114,6 +114,8 @@ def taskmanager_lines(warn: str, canary: Canaries, tag: str = "") -> list[str]:
     planted = []
     for place, message in WARN_MESSAGES.items():
         before = message.split("{}")[0]
+        # a quoted value is masked with its quotes, and a JAAS line's login module too: its last word stays
+        before = before.rstrip('"').rsplit(" ", 1)[-1] if before.endswith('"') else before
         planted.append(f"{warn} - {message.format(canary(tag + place, before))}\n")
     aws = canary.plant(tag + "aws-access-key", f"AKIA{zlib.crc32(tag.encode()) % 10**8:08d}CNRYZXQQ", "")
     planted.append(f"{warn} - s3a client for {aws} refused\n")

@@ -88,6 +88,7 @@ def wait_for(check, seconds: float = 120) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.spark  # a flinkdoctor process that starts its own Spark
 def test_a_full_disk_while_unpacking_is_a_work_dir_error(tmp_path):
     """The archive is fine; the disk under the work dir is not: the run stops (exit 2), it is not a bad input."""
     code, out, err = finish(start(["diagnose", str(LAB)], tmp_path, fsize=50_000))
@@ -97,6 +98,7 @@ def test_a_full_disk_while_unpacking_is_a_work_dir_error(tmp_path):
     assert left_in_temp(tmp_path) == []
 
 
+@pytest.mark.spark  # a flinkdoctor process that starts its own Spark
 def test_a_full_disk_while_scanning_is_a_work_dir_error(tmp_path):
     """A bundle read in place (nothing staged) whose events table outgrows the limit in a Spark task."""
     bundle = tmp_path / "bundle"
@@ -146,6 +148,7 @@ def test_an_input_that_changes_while_it_is_read(spark, tmp_path, monkeypatch, ch
     assert sorted(p.name for p in work.iterdir()) == [".flinkdoctor-work-dir"]  # what the run wrote is gone
 
 
+@pytest.mark.spark  # a flinkdoctor process that starts its own Spark
 @pytest.mark.parametrize("sent, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_mid_run_stops_cleanly(tmp_path, sent, code, said):
     """Sent once the run has its work dir and its JVM: exit 130 / 143, one line, nothing left, no JVM behind."""
@@ -161,6 +164,7 @@ def test_a_signal_mid_run_stops_cleanly(tmp_path, sent, code, said):
     assert left_in_temp(tmp_path) == []
 
 
+@pytest.mark.spark  # a flinkdoctor process that starts its own Spark
 def test_the_spark_jvm_killed_mid_run_is_an_internal_error(tmp_path):
     proc = start(["diagnose", str(DATA / "seeds" / "003"), "--fail-on", "any"], tmp_path)
     wait_for(lambda: list((tmp_path / "temp").glob("flinkdoctor-*")) and children(proc.pid))
