@@ -211,3 +211,13 @@ def test_foreign_bytes_anywhere_in_any_layout(spark, rules, clean_rules, tmp_pat
     ENCODING_RUNS["examples"] += 1
     ENCODING_RUNS["files"] += len(files)
     ENCODING_RUNS["seconds"] += time.perf_counter() - started
+
+
+def test_every_planted_bundle_was_diagnosed(record_property):
+    """The property test above ran all its examples (hypothesis may stop early on a flaky health check); the
+    figures for the closing note: bundles, files and seconds."""
+    if not ENCODING_RUNS["examples"]:
+        pytest.skip("the figures of test_foreign_bytes_anywhere_in_any_layout, run alone")
+    for name, value in ENCODING_RUNS.items():
+        record_property(f"encoding_{name}", round(value, 1))
+    assert ENCODING_RUNS["examples"] >= 6 and ENCODING_RUNS["files"] >= 3 * ENCODING_RUNS["examples"]

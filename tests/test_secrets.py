@@ -286,7 +286,12 @@ def canary_run(spark, tmp_path_factory):
     run("diagnose text", "diagnose", b)
     run("diagnose markdown", "diagnose", b, "--format", "markdown")
     run("fleet run", "fleet", "run", str(base / "jobs"), "--out", str(out / "lake"), "--format", "json")
-    run("fleet report", "fleet", "report", str(out / "lake"), "--format", "html")
+    for fmt in ("text", "json", "html"):
+        run(f"fleet report {fmt}", "fleet", "report", str(out / "lake"), "--format", fmt)
+    for fmt in ("text", "json"):  # every table of the lake, as a user's SQL reads it
+        for table in ("bundles", "events", "findings", "diagnoses"):
+            run(f"fleet query {table} {fmt}", "fleet", "query", str(out / "lake"), "--sql", f"select * from {table}",
+                "--format", fmt)  # fmt: skip
     run("suggest", "rules", "suggest", b, "--template", "1", "-o", str(out))
     run("suggest line", "rules", "suggest", "--line", planted_line)
     receiver = Receiver()
@@ -320,6 +325,10 @@ def canary_run(spark, tmp_path_factory):
 
 def test_no_canary_in_any_byte_of_any_command(canary_run, record_property):
     record_property("canary_seconds", canary_run["seconds"])
+    record_property("canary_secrets", len(canary_run["canary"].secrets))
+    record_property("canary_outputs", len(canary_run["texts"]))
+    record_property("canary_commands", len(canary_run["codes"]))
+    record_property("canary_chars", sum(len(text) for _, text in canary_run["texts"]))
     leaks = [(name, place) for name, text in canary_run["texts"] for place in canary_run["canary"].leaks(text)]
     assert not leaks, leaks
     assert len(canary_run["canary"].secrets) > 90 and len(canary_run["texts"]) > 40
