@@ -7,6 +7,7 @@ Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ import threading
 import traceback
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -51,6 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: every error becomes its exit code and one line on stderr; never a traceback."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+    # py4j logs the call a signal interrupted, with its traceback, on the root logger (logging.exception, which
+    # would give it a stderr handler); the one line below says what happened
+    logging.getLogger().addHandler(logging.NullHandler())
     try:
         cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Exit as done:
@@ -58,18 +63,16 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as err:  # click's own usage errors
         err.show()
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as abort:  # click turns Ctrl-C (and our SIGTERM) into Abort, the signal its cause
+        if isinstance(abort.__cause__, KeyboardInterrupt):
+            _stopped(abort.__cause__)
         outbound.echo("flinkdoctor: aborted", err=True)
         sys.exit(EXIT_INTERNAL)
     except FlinkdoctorError as err:
         outbound.echo(f"flinkdoctor: {inert(str(err), keep_newlines=True)}", err=True)
         sys.exit(err.exit_code)
-    except Terminated:
-        outbound.echo("flinkdoctor: terminated", err=True)
-        sys.exit(143)
-    except KeyboardInterrupt:
-        outbound.echo("flinkdoctor: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as stop:
+        _stopped(stop)
     except Exception as err:  # noqa: BLE001 - the one place that turns a crash into exit 4 with a log file
         log = _write_crash_log()
         summary = inert(f"{type(err).__name__}: {err}".splitlines()[0][:300])
@@ -80,6 +83,13 @@ def main(argv: list[str] | None = None) -> None:
             err=True,
         )
         sys.exit(EXIT_INTERNAL)
+
+
+def _stopped(signal_: KeyboardInterrupt) -> NoReturn:
+    """Exit 143 after SIGTERM, 130 after SIGINT (the shell's 128 + signal number), with one line."""
+    terminated = isinstance(signal_, Terminated)
+    outbound.echo(f"flinkdoctor: {'terminated' if terminated else 'interrupted'}", err=True)
+    sys.exit(143 if terminated else 130)
 
 
 def _kept_spark_log() -> Path | None:

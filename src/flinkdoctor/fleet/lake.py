@@ -77,5 +77,8 @@ def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=
     if not path.is_dir():
         return []
     data = ds.dataset(str(path), format="parquet", partitioning="hive")
-    done = ds.field("run").isin(sorted(complete_runs(lake)))
+    finished = sorted(complete_runs(lake))
+    if not finished:
+        return []
+    done = ds.field("run").isin(finished)
     return data.to_table(columns=columns, filter=done if filter is None else done & filter).to_pylist()
