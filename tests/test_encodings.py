@@ -213,6 +213,7 @@ def test_foreign_bytes_anywhere_in_any_layout(spark, rules, clean_rules, tmp_pat
     ENCODING_RUNS["seconds"] += time.perf_counter() - started
 
 
+@pytest.mark.spark  # the figures of the property test above, which runs in the Spark lane
 def test_every_planted_bundle_was_diagnosed(record_property):
     """The property test above ran all its examples (hypothesis may stop early on a flaky health check); the
     figures for the closing note: bundles, files and seconds."""
