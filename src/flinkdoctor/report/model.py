@@ -457,7 +457,7 @@ def build_report(
     derived = outcome.derived if outcome else []
     kinds = {s.kind for s in manifest.sources}
     derived_roots = [_derived_root(cause, paths, kinds, rules) for cause in derived]
-    return scrub(  # every string of the model masked, and each setting of a sensitive key whole
+    report: Report = scrub(  # every string of the model masked, and each setting of a sensitive key whole
         Report(
             input=given,
             flink_version=version,
@@ -480,6 +480,7 @@ def build_report(
             config_audit=config_audit,
         )
     )
+    return report
 
 
 def _with_aftermath(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from typing import Any
 
 MASK = "******"
@@ -155,8 +156,8 @@ def scrub(node: Any) -> Any:
     return node
 
 
-def _scrub_items(items) -> list[tuple[Any, Any]]:
-    items = list(items)
+def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    items = list(pairs)
     record_key = next((v for k, v in items if k == "key" and isinstance(v, str)), None)
     secret_record = record_key is not None and is_sensitive(record_key)
     out = []

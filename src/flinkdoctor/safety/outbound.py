@@ -21,10 +21,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeAlias
 
 from .masking import mask, mask_log, scrub
+
+PathArg: TypeAlias = "str | os.PathLike[str]"
 
 __all__ = [
     "console",
@@ -58,17 +61,17 @@ def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
 class _MaskedStream:
     """A text stream that masks every write: what a rich Console renders (it writes a whole print at once)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._stream.write(mask(text) or "")
+        return int(self._stream.write(mask(text) or ""))
 
-    def __getattr__(self, name: str):  # isatty, fileno, flush, encoding: the terminal's own
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, flush, encoding: the terminal's own
         return getattr(self._stream, name)
 
 
-def console(stderr: bool = False, **options):
+def console(stderr: bool = False, **options: Any) -> Any:
     """A rich Console on stdout (or stderr) whose every write is masked; rich decides colour and width from the
     terminal behind it, as for its own streams."""
     from rich.console import Console
@@ -77,7 +80,7 @@ def console(stderr: bool = False, **options):
     return Console(file=stream, stderr=stderr, **options)  # type: ignore[arg-type]
 
 
-def show(report: Any, view, *, to: str | os.PathLike | None = None, nl: bool = True) -> None:
+def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, nl: bool = True) -> None:
     """`view(masked report)` (a function to text: JSON, HTML, Markdown) on stdout, or into the file `to`. The
     model is masked again here, whoever built it: masking what is masked changes nothing."""
     text = view(scrub(report))
@@ -89,48 +92,48 @@ def show(report: Any, view, *, to: str | os.PathLike | None = None, nl: bool = T
     click.echo(text, nl=nl)
 
 
-def show_terminal(report: Any, view, **options) -> None:
+def show_terminal(report: Any, view: Callable[[Any, Any], None], **options: Any) -> None:
     """`view(masked report, console)` for a view that prints (the terminal's) to a masked console."""
     view(scrub(report), console(**options))
 
 
-def write_text(path: str | os.PathLike, text: str) -> Path:
+def write_text(path: PathArg, text: str) -> Path:
     """A text file (a crash log's traceback, a draft rule), masked."""
     target = Path(path)
     target.write_text(text if isinstance(text, Masked) else mask(text) or "", encoding="utf-8")
     return target
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def write_bytes(path: PathArg, data: bytes) -> Path:
     """A log's bytes (a collected log), masked line by line; bytes that are not UTF-8 are kept."""
     target = Path(path)
     target.write_bytes(mask_log(data))
     return target
 
 
-def echo_json(node: Any, **options) -> None:
+def echo_json(node: Any, **options: Any) -> None:
     """JSON of `node`, masked, on stdout (json.dumps' options)."""
     echo(dumps(node, **options))
 
 
-def dumps(node: Any, using=json.dumps, **options) -> Masked:
+def dumps(node: Any, using: Callable[..., str] = json.dumps, **options: Any) -> Masked:
     """JSON text of `node` (or YAML, or any text `using` makes of it) with its secrets masked first."""
     return Masked(using(scrub(node), **options))
 
 
-def write_json(path: str | os.PathLike, node: Any, **options) -> Path:
+def write_json(path: PathArg, node: Any, **options: Any) -> Path:
     """A JSON file of `node`, masked, with a final newline."""
     target = Path(path)
     write_text(target, Masked(dumps(node, **options) + "\n"))
     return target
 
 
-def rows(items: list[dict]) -> list[dict]:
+def rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows for a lake table, masked (a value under a sensitive column name whole, every string as text)."""
     return [scrub(item) for item in items]
 
 
-def mask_file(path: str | os.PathLike) -> None:
+def mask_file(path: PathArg) -> None:
     """Mask a file another process wrote (Spark's JVM writes its log itself), in place."""
     target = Path(path)
     if target.is_file():
