@@ -98,9 +98,8 @@ def _flink_error(message: str) -> bytes:
 def record(url: str, out: Path) -> None:
     """Run the real collector against `url` and keep every answer it got."""
     from flinkdoctor.live import client as live_client
-    from flinkdoctor.live.bundle import mask_json
     from flinkdoctor.live.collector import collect
-    from flinkdoctor.safety.masking import mask
+    from flinkdoctor.safety.masking import mask, scrub
 
     responses: dict[str, dict] = {}
     real_json, real_tail = live_client.RestClient.get_json, live_client.RestClient.get_tail
@@ -111,7 +110,7 @@ def record(url: str, out: Path) -> None:
         except live_client.RestError as err:
             responses[path] = {"status": err.status or 0, "type": "json", "body": {"errors": [str(err)]}}
             raise
-        responses[path] = {"status": 200, "type": "json", "body": mask_json(document)}
+        responses[path] = {"status": 200, "type": "json", "body": scrub(document)}
         return document, body
 
     def get_tail(self, path, keep):

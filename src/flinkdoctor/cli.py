@@ -6,13 +6,17 @@ Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, 
 
 from __future__ import annotations
 
-import json
+import contextlib
+import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -27,13 +31,31 @@ from .live.commands import (
     watch_command,
 )
 from .options import check_flink_version, check_timezone, check_year
+from .safety import outbound
 from .safety.inert import inert
 from .sources.ingest import DEFAULT_MAX_UNPACKED
 from .suggest import suggest
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: stop as on Ctrl-C (Spark's jobs cancelled, what the run wrote removed), and say so."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    handler = signal.getsignal(signal.SIGINT)  # PySpark's, once a session runs: it cancels the running jobs
+    if callable(handler) and handler is not signal.default_int_handler:
+        with contextlib.suppress(KeyboardInterrupt):
+            handler(signum, frame)
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every error becomes its exit code and one line on stderr; never a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    # py4j logs the call a signal interrupted, with its traceback, on the root logger (logging.exception, which
+    # would give it a stderr handler); the one line below says what happened
+    logging.getLogger().addHandler(logging.NullHandler())
     try:
         cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Exit as done:
@@ -41,25 +63,33 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as err:  # click's own usage errors
         err.show()
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        click.echo("flinkdoctor: aborted", err=True)
+    except click.exceptions.Abort as abort:  # click turns Ctrl-C (and our SIGTERM) into Abort, the signal its cause
+        if isinstance(abort.__cause__, KeyboardInterrupt):
+            _stopped(abort.__cause__)
+        outbound.echo("flinkdoctor: aborted", err=True)
         sys.exit(EXIT_INTERNAL)
     except FlinkdoctorError as err:
-        click.echo(f"flinkdoctor: {inert(str(err), keep_newlines=True)}", err=True)
+        outbound.echo(f"flinkdoctor: {inert(str(err), keep_newlines=True)}", err=True)
         sys.exit(err.exit_code)
-    except KeyboardInterrupt:
-        click.echo("flinkdoctor: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as stop:
+        _stopped(stop)
     except Exception as err:  # noqa: BLE001 - the one place that turns a crash into exit 4 with a log file
         log = _write_crash_log()
         summary = inert(f"{type(err).__name__}: {err}".splitlines()[0][:300])
         spark_log = _kept_spark_log()
-        click.echo(
+        outbound.echo(
             f"flinkdoctor: internal error ({summary}); the traceback is in {log}"
             + (f" and Spark's own output in {spark_log}" if spark_log else ""),
             err=True,
         )
         sys.exit(EXIT_INTERNAL)
+
+
+def _stopped(signal_: KeyboardInterrupt) -> NoReturn:
+    """Exit 143 after SIGTERM, 130 after SIGINT (the shell's 128 + signal number), with one line."""
+    terminated = isinstance(signal_, Terminated)
+    outbound.echo(f"flinkdoctor: {'terminated' if terminated else 'interrupted'}", err=True)
+    sys.exit(143 if terminated else 130)
 
 
 def _kept_spark_log() -> Path | None:
@@ -68,15 +98,17 @@ def _kept_spark_log() -> Path | None:
         return None
     from .runtime.spark import keep_spark_log
 
-    return keep_spark_log()
+    kept = keep_spark_log()
+    if kept is not None:
+        outbound.mask_file(kept)  # the JVM wrote it itself; its Python workers' errors quote input lines
+    return kept
 
 
 def _write_crash_log() -> Path:
     """The traceback of an internal error, in a file the user can attach to a bug report."""
     folder = Path(os.environ.get("FLINKDOCTOR_LOG_DIR") or tempfile.gettempdir())
     path = folder / f"flinkdoctor-error-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
-    path.write_text(traceback.format_exc(), encoding="utf-8")
-    return path
+    return outbound.write_text(path, traceback.format_exc())
 
 
 @click.group()
@@ -179,8 +211,6 @@ def diagnose(
 ):
     """Diagnose a bundle: folders, archives (.tar.gz .tgz .zip .gz) or single log files; or, with --rest, a bundle
     collected from a running cluster first (kept beside you, as `flinkdoctor collect` writes it)."""
-    from rich.console import Console
-
     from .knowledge.vocabulary import CATEGORIES
     from .pipeline import diagnose as run
     from .views.progress import progress
@@ -199,7 +229,7 @@ def diagnose(
     if rest:
         conn = connection(rest, **connection_options)
         paths = (str(collect_or_exit(conn, default_bundle_path(conn), max_log_mb).path),)
-    errors = Console(stderr=True)
+    errors = outbound.console(stderr=True)
     with progress(errors, enabled=errors.is_terminal and not verbose):
         spark = None
         if master or remote:
@@ -222,7 +252,7 @@ def diagnose(
         from .views import render_html
 
         try:
-            Path(html_file).write_text(render_html(report), encoding="utf-8")
+            outbound.show(report, render_html, to=html_file)
         except OSError as err:
             raise UsageError(f"--html: cannot write {html_file} ({err.strerror or type(err).__name__})") from None
         errors.print(
@@ -239,12 +269,10 @@ def _show(report, fmt: str) -> None:
     from . import views
 
     if fmt == "text":
-        from rich.console import Console
-
-        views.render_terminal(report, Console())
+        outbound.show_terminal(report, views.render_terminal)
         return
     render = {"json": views.render_json, "html": views.render_html, "markdown": views.render_markdown}[fmt]
-    click.echo(render(report), nl=fmt != "markdown")
+    outbound.show(report, render, nl=fmt != "markdown")
 
 
 @cli.group()
@@ -259,7 +287,7 @@ def server_start(port):
     from .runtime.server import start
 
     state = start(port)
-    click.echo(f"flinkdoctor server running at {state['url']} (pid {state['pid']}, log {state['log']})")
+    outbound.echo(f"flinkdoctor server running at {state['url']} (pid {state['pid']}, log {state['log']})")
 
 
 @server.command("stop")
@@ -267,7 +295,7 @@ def server_stop():
     """Stop the server."""
     from .runtime.server import stop
 
-    click.echo("flinkdoctor server stopped" if stop() else "no flinkdoctor server running")
+    outbound.echo("flinkdoctor server stopped" if stop() else "no flinkdoctor server running")
 
 
 @server.command("status")
@@ -276,7 +304,7 @@ def server_status():
     from .runtime.server import status
 
     state = status()
-    click.echo(f"running at {state['url']} (pid {state['pid']})" if state else "not running")
+    outbound.echo(f"running at {state['url']} (pid {state['pid']})" if state else "not running")
     if not state:
         sys.exit(1)
 
@@ -300,9 +328,8 @@ def rules_list(fmt, rules_dirs):
         for r in sorted(loaded, key=lambda r: (r.category, r.id))
     ]
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
+        outbound.echo_json(rows, indent=2)
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} rules")
@@ -310,7 +337,7 @@ def rules_list(fmt, rules_dirs):
         table.add_column(column)
     for row in rows:
         table.add_row(*(str(row[column]) for column in ("id", "category", "role", "cases", "title")))
-    Console().print(table)
+    outbound.console().print(table)
 
 
 @rules.command("show")
@@ -324,26 +351,26 @@ def rules_show(rule_id, rules_dirs):
     if rule_id not in by_id:
         raise UsageError(f"no rule {rule_id!r} (see `flinkdoctor rules list`)")
     rule = by_id[rule_id]
-    click.echo(
+    outbound.echo(
         f"{rule.id}: {rule.title}\ncategory: {rule.category}   role: {rule.role}   file: {rule.path}"
         + (f"   Flink {rule.versions}" if rule.versions else "")
         + "\n"
     )
-    click.echo(rule.explanation + "\n")
+    outbound.echo(rule.explanation + "\n")
     for fix in rule.fix:
-        click.echo(f"fix{' (' + fix.versions + ')' if fix.versions else ''}: {fix.text}")
+        outbound.echo(f"fix{' (' + fix.versions + ')' if fix.versions else ''}: {fix.text}")
         for key, value in fix.config.items():
-            click.echo(f"    {key}: {value}")
+            outbound.echo(f"    {key}: {value}")
         if fix.command:
-            click.echo(f"    $ {fix.command}")
+            outbound.echo(f"    $ {fix.command}")
     for relation in rule.explains:  # relation sets expanded: what the rule explains, window and scope
-        click.echo(
+        outbound.echo(
             f"explains {relation.target[0]} {relation.target[1]}: {duration_text(relation.before_ms)} "
             f"before to {duration_text(relation.after_ms)} after, scope {relation.scope}"
         )
-    click.echo("references: " + ", ".join(rule.references))
+    outbound.echo("references: " + ", ".join(rule.references))
     if rule.gap:
-        click.echo(f"known gap: {rule.gap}")
+        outbound.echo(f"known gap: {rule.gap}")
 
 
 @rules.command("test")
@@ -358,12 +385,12 @@ def rules_test(path):
     results = run_cases(spark_session(), chosen)
     failed = [r for r in results if not r.passed]
     for result in failed:
-        click.echo(
+        outbound.echo(
             f"FAIL {result.name} ({result.source}): expected {'a' if result.expect_match else 'no'} match\n"
             f"     {result.text.strip()[:300]}"
         )
     gaps = [r.id for r in chosen if r.gap]
-    click.echo(
+    outbound.echo(
         f"{len(results) - len(failed)} passed, {len(failed)} failed"
         + (f" ({len(gaps)} rules with a known gap: {', '.join(gaps)})" if gaps else "")
     )

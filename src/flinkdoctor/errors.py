@@ -11,12 +11,19 @@ Exit codes are an interface: CI and alerting read them, so a crash must never lo
                                      archive, one that would unpack too large or fill the disk
 
     anything else                    exit 4   an internal error: one line on stderr, the traceback in a log file
+    SIGINT / SIGTERM                 exit 130 / 143   interrupted or terminated: what the run wrote is removed
+
+A failure of the run's surroundings is said in the contract's words wherever it surfaces, a Spark task included
+(`translate`, called as the run's work dir is cleaned up): a full disk under the work dir is a WorkDirError, an
+input file that changed or went away while it was read an InputError.
 
 Exit 0 means the analysis ran (whatever it found); exit 1 is reserved for `--fail-on` when a root cause of the
 chosen categories is found.
 """
 
 from __future__ import annotations
+
+import errno
 
 EXIT_OK = 0
 EXIT_FOUND = 1
@@ -49,3 +56,38 @@ class InputError(FlinkdoctorError):
 
 class WorkDirError(UsageError):
     """The work dir is not flinkdoctor's own (it would be emptied) or cannot be written."""
+
+
+class InputChanged(OSError):
+    """An input file that went away or changed size while it was read (raised in a scan task)."""
+
+    MARK = "input changed while it was read: "
+
+    def __init__(self, path: str, how: str):
+        super().__init__(f"{self.MARK}{path} ({how})")
+
+
+DISK_FULL = {errno.ENOSPC: "no space left", errno.EFBIG: "file size limit", errno.EDQUOT: "disk quota"}
+# the same, as a Spark task's failure reports it (its text is all the driver gets)
+_DISK_FULL_TEXT = ("No space left on device", "File too large", "Disk quota exceeded")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    return (isinstance(err, OSError) and err.errno in DISK_FULL) or any(t in str(err) for t in _DISK_FULL_TEXT)
+
+
+def translate(err: BaseException, work_dir: object) -> FlinkdoctorError | None:
+    """The contract's error for a failure of the run's surroundings (a full disk, an input that changed), or
+    None for any other failure (an internal error)."""
+    if isinstance(err, FlinkdoctorError):
+        return None
+    text = str(err)
+    if InputChanged.MARK in text:
+        changed = text.split(InputChanged.MARK, 1)[1].split("\n", 1)[0]
+        return InputError(
+            f"{changed.split(' (', 1)[0]}: the input changed while it was read ({changed.split(' (', 1)[-1]}"
+        )
+    if is_disk_full(err):
+        reason = next((t for t in _DISK_FULL_TEXT if t in text), None) or getattr(err, "strerror", None) or text
+        return WorkDirError(f"{work_dir}: cannot write to the work dir: {reason} (free space there or use --work-dir)")
+    return None

@@ -17,6 +17,7 @@ import yaml
 
 from .diagnosis.unexplained import PLACEHOLDER, PLACEHOLDER_REGEX, template_of
 from .errors import UsageError
+from .safety import outbound
 from .safety.inert import inert
 from .safety.masking import mask
 
@@ -158,7 +159,7 @@ def suggest(paths, number, line, output):
         draft = from_report(diagnose(list(paths)), number)
     rule = draft_rule(draft)
     if output is None:
-        click.echo(to_yaml(rule), nl=False)
+        outbound.echo(outbound.dumps(rule, using=to_yaml), nl=False)
         return
     if output.is_dir():
         output = output / f"{rule['id']}.yaml"
@@ -166,5 +167,5 @@ def suggest(paths, number, line, output):
         raise UsageError("-o: a folder, or a file named <kebab-case-id>.yaml (the file name is the rule's id)")
     else:
         rule["id"] = output.stem
-    output.write_text(to_yaml(rule), encoding="utf-8")
-    click.echo(f"wrote {inert(str(output))}", err=True)
+    outbound.write_text(output, outbound.dumps(rule, using=to_yaml))
+    outbound.echo(f"wrote {inert(str(output))}", err=True)

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from ..knowledge.versions import matches, parse
 from ..knowledge.vocabulary import Severity
-from ..safety.masking import mask
+from ..safety.masking import mask_value
 from ..sources.ingest import Manifest
 from .knowledge import Check, ConfigKnowledge, Use
 from .metrics import Measure
@@ -160,14 +160,14 @@ def build_audit(effective: Effective, version: str | None, risks: list[Risk]) ->
         current = effective.get(key)
         flagged = sorted(by_key.get(key, []), key=lambda r: SEVERITY_ORDER[r.severity])
         overridden = [
-            f"{a.where} = {mask(a.value)}"
+            f"{a.where} = {mask_value(key, a.value)}"
             for a in effective.assignments.get(key, [])[:-1]
             if current is None or a.value != current.value
         ]
         settings.append(
             ConfigSetting(
                 key=key,
-                value=(mask(current.value) or "") if current else "",
+                value=(mask_value(key, current.value) or "") if current else "",
                 source=current.where if current else "not set (default)",
                 overridden=overridden,
                 severity=flagged[0].severity if flagged else None,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import click
 
 from ..errors import UsageError
 from ..options import check_timezone, check_year
+from ..safety import outbound
 from ..safety.inert import inert
 from ..sources.ingest import DEFAULT_MAX_UNPACKED
 
@@ -102,19 +102,17 @@ def fleet_query(lake_dir, what, since, until, statement, fmt):
     else:
         rows = jobs_with(lake_dir, what, parse_time(since), parse_time(until))
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, default=str))
+        outbound.echo_json(rows, indent=2, default=str)
         return
     for row in rows:
-        click.echo(inert("  ".join(f"{k}={v}" for k, v in row.items() if k != "bundle_id")))
-    click.echo(f"{len(rows)} rows")
+        outbound.echo(inert("  ".join(f"{k}={v}" for k, v in row.items() if k != "bundle_id")))
+    outbound.echo(f"{len(rows)} rows")
 
 
 def _show(report, fmt: str) -> None:
     from .views import VIEWS, render_terminal
 
     if fmt in VIEWS:
-        click.echo(VIEWS[fmt](report))
+        outbound.show(report, VIEWS[fmt])
         return
-    from rich.console import Console
-
-    render_terminal(report, Console())
+    outbound.show_terminal(report, render_terminal)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..safety import outbound
+
 TABLES = {
     "bundles": (
         "bundle_id string, digest string, name string, path string, status string, reason string, "
@@ -60,13 +62,22 @@ def append(spark, lake: str | Path, table: str, rows: list[dict]) -> None:
     """Append rows (dicts with every column) as a new `run` partition."""
     if rows:
         names = columns(table)
+        rows = outbound.rows(rows)  # masked: texts, names and paths come from the input
         frame = spark.createDataFrame([tuple(row[name] for name in names) for row in rows], TABLES[table])
         frame.write.mode("append").partitionBy("run").parquet(str(table_path(lake, table)))
 
 
+def complete_runs(lake: str | Path) -> set[str]:
+    """The runs that finished: a run writes its `bundles` rows last, so a run cut short (killed, a full disk)
+    has none, and its rows in the other tables are never read (the next run does its bundles again)."""
+    path = table_path(lake, "bundles")
+    return {p.name.removeprefix("run=") for p in path.glob("run=*") if p.is_dir()} if path.is_dir() else set()
+
+
 def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=None) -> list[dict]:
-    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table); [] when it is absent. A
-    column that older runs lack is null in their rows; one that no run has yet is null in every row."""
+    """Rows of a lake table on the driver (pyarrow: no Spark job for a small table), of finished runs only;
+    [] when it is absent. A column that older runs lack is null in their rows; one that no run has yet is null in
+    every row."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -74,13 +85,17 @@ def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=
     if not path.is_dir():
         return []
     data = ds.dataset(str(path), format="parquet", partitioning="hive")
+    finished = sorted(complete_runs(lake))
+    if not finished:
+        return []
+    done = ds.field("run").isin(finished)
     wanted = columns or _names(table)
     if not set(wanted) <= set(data.schema.names):  # the first file read is an older run's: merge every file's
         schema = pa.unify_schemas([fragment.physical_schema for fragment in data.get_fragments()])
         schema = schema.append(pa.field("run", pa.string()))
         data = ds.dataset(str(path), schema=schema, format="parquet", partitioning="hive")
     present = [name for name in wanted if name in data.schema.names]
-    rows = data.to_table(columns=present, filter=filter).to_pylist()
+    rows = data.to_table(columns=present, filter=done if filter is None else done & filter).to_pylist()
     missing = [name for name in wanted if name not in present]
     for row in rows:
         row.update(dict.fromkeys(missing))

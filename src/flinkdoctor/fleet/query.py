@@ -61,9 +61,12 @@ def jobs_with(lake_dir: str | Path, what: str, since: datetime | None = None, un
 
 
 def sql(spark, lake_dir: str | Path, statement: str):
-    """Spark SQL over the lake: bundles, events, findings and diagnoses are views of the same names."""
+    """Spark SQL over the lake: bundles, events, findings and diagnoses are views of the same names (of finished
+    runs only, as lake.read)."""
+    done = sorted(lake.complete_runs(lake_dir))
     for table in lake.TABLES:
         path = lake.table_path(lake_dir, table)
         if path.is_dir():
-            spark.read.option("mergeSchema", "true").parquet(str(path)).createOrReplaceTempView(table)
+            frame = spark.read.option("mergeSchema", "true").parquet(str(path))
+            frame.where(frame["run"].isin(done)).createOrReplaceTempView(table)
     return spark.sql(statement)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..safety.masking import mask
+from ..safety.masking import mask, scrub
 from .report import FleetReport
 from .terminal import render_terminal
 
@@ -49,7 +49,7 @@ FILTER_SCRIPT = """
 
 
 def render_json(report: FleetReport) -> str:
-    text = mask(json.dumps(report.to_dict(), indent=2, ensure_ascii=False, default=str)) or ""
+    text = mask(json.dumps(scrub(report.to_dict()), indent=2, ensure_ascii=False, default=str)) or ""
     return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -6,30 +6,25 @@
     <name>/taskmanager/<host>/<tm id>/<file>   each TaskManager's logs
     <name>/rest/<UTC time>/...json             REST snapshots, in a folder named by the time they were taken
 
-REST answers are stored with secrets masked (configuration values of sensitive keys, passwords in URLs, tokens);
-logs are stored as Flink wrote them (diagnose masks what it prints). The credentials used to connect are never
-written: the URL is stored without user-info, headers are not stored, and any file that happens to contain the
-password or token gets it replaced.
+Every file is written through safety/outbound.py, masked: REST answers as structures (configuration values of
+sensitive keys, passwords in URLs, tokens), logs line by line, as diagnose masks what it keeps. The credentials
+used to connect are never written: the URL is stored without user-info, headers are not stored, and any file
+that happens to contain the password or token gets it replaced.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import tarfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..safety.masking import MASK, mask
+from ..safety import outbound
+from ..safety.masking import MASK
 from ..sources.classify import COLLECT_LOG_MARKER
 
 SCHEMA = "flinkdoctor.collect/v1"
-_SENSITIVE_KEY = re.compile(
-    r"(?i).*(password|passwd|secret|token|credential|jaas\.config|auth-params|basic-auth|http-headers|"
-    r"access[._-]?key|secret[._-]?key|private[._-]?key|api[._-]?key|service-key|account\.key|encryption\.key).*"
-)
 
 
 def utc_now() -> str:
@@ -39,27 +34,6 @@ def utc_now() -> str:
 def stamp(when: float | None = None) -> str:
     """A time as a folder or file name part: 20261123T074601Z."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(when))
-
-
-def mask_json(node):
-    """A REST answer with secrets masked: values of sensitive keys ({"key": k, "value": v} pairs of a config
-    listing, or k: v), and every string through masking.mask."""
-    if isinstance(node, dict):
-        pair_key = node.get("key") if isinstance(node.get("key"), str) else None
-        out = {}
-        for key, value in node.items():
-            if (key == "value" and pair_key and _SENSITIVE_KEY.fullmatch(pair_key)) or (
-                _SENSITIVE_KEY.fullmatch(str(key)) and isinstance(value, (str, int, float)) and value != ""
-            ):
-                out[key] = MASK
-            else:
-                out[key] = mask_json(value)
-        return out
-    if isinstance(node, list):
-        return [mask_json(item) for item in node]
-    if isinstance(node, str):
-        return mask(node)
-    return node
 
 
 class BundleWriter:
@@ -73,7 +47,7 @@ class BundleWriter:
         self.meta = {"schema": SCHEMA, **meta, "started": utc_now()}
         self.requests: list[dict] = []
         self.lines: list[str] = []
-        self._secrets = [s.encode() for s in secrets if s and len(s) >= 4]
+        self._secrets = [s for s in secrets if s and len(s) >= 4]
 
     def log(self, message: str) -> None:
         """One line in the collector's log (also what the CLI prints as warnings)."""
@@ -85,25 +59,35 @@ class BundleWriter:
         return entry
 
     def write(self, relative: str, data: bytes) -> str:
-        """Write a file under the bundle (relative is made of safe names); returns the relative path."""
-        target = self.folder / relative
-        if not target.resolve().is_relative_to(self.folder.resolve()):
-            raise ValueError(f"refusing to write outside the bundle: {relative!r}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for secret in self._secrets:
-            data = data.replace(secret, MASK.encode())
-        target.write_bytes(data)
+        """Write a log under the bundle (relative is made of safe names), masked; returns the relative path."""
+        outbound.write_bytes(self._target(relative), self._without_credentials(data))
         self.written += 1
         return relative
 
     def write_json(self, relative: str, document) -> str:
-        text = json.dumps(mask_json(document), indent=1, ensure_ascii=False)
-        return self.write(relative, text.encode("utf-8") + b"\n")
+        """Write a JSON document under the bundle, masked; returns the relative path."""
+        text = outbound.dumps(document, indent=1, ensure_ascii=False)
+        outbound.write_text(self._target(relative), outbound.Masked(self._without_credentials(text) + "\n"))
+        self.written += 1
+        return relative
+
+    def _target(self, relative: str) -> Path:
+        target = self.folder / relative
+        if not target.resolve().is_relative_to(self.folder.resolve()):
+            raise ValueError(f"refusing to write outside the bundle: {relative!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def _without_credentials(self, data):
+        """The password or token used to connect, replaced wherever it shows (bytes or text)."""
+        for secret in self._secrets:
+            data = data.replace(secret, MASK) if isinstance(data, str) else data.replace(secret.encode(), MASK.encode())
+        return data
 
     def finish(self, archive: Path | None, **summary) -> Path:
         """collect.json and collect.log, then the archive (the folder is removed) or the folder itself."""
         self.meta.update(finished=utc_now(), **summary, requests=self.requests)
-        self.write("collect.json", json.dumps(self.meta, indent=1, ensure_ascii=False).encode("utf-8") + b"\n")
+        self.write_json("collect.json", self.meta)
         header = f"{COLLECT_LOG_MARKER.decode()} ({self.meta.get('rest_url')}; {len(self.lines)} notes)\n"
         self.write("collect.log", (header + "".join(f"{line}\n" for line in self.lines)).encode("utf-8"))
         if archive is None:

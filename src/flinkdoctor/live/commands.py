@@ -17,6 +17,7 @@ from threading import Event
 import click
 
 from ..errors import InputError, UsageError
+from ..safety import outbound
 from ..safety.inert import inert
 from .bundle import stamp
 from .client import Connection, RestClient, RestError, redact
@@ -128,15 +129,15 @@ def collect_or_exit(conn: Connection, out: Path, max_log_mb: float, jobs=()) -> 
             out,
             max_log_bytes=int(max_log_mb * 2**20),
             jobs=tuple(jobs),
-            progress=lambda m: click.echo(f"flinkdoctor: {inert(m)}", err=True),
+            progress=lambda m: outbound.echo(f"flinkdoctor: {inert(m)}", err=True),
         )
     except Unreachable as err:
         raise InputError(f"nothing collected from the JobManager at {redact(conn.url)}: {err}") from None
     except OSError as err:
         raise UsageError(f"cannot write the bundle {out}: {err.strerror or err}") from None
     for note in result.notes:
-        click.echo(f"flinkdoctor: collect: {inert(note)}", err=True)
-    click.echo(
+        outbound.echo(f"flinkdoctor: collect: {inert(note)}", err=True)
+    outbound.echo(
         f"flinkdoctor: bundle {inert(str(result.path))} (Flink {inert(result.flink_version or 'unknown')}, "
         f"{len(result.jobs)} jobs, {result.taskmanagers} TaskManagers, {result.logs} logs, {result.seconds} s)",
         err=True,
@@ -162,7 +163,7 @@ def collect_command(
     if out.exists():
         raise UsageError(f"--output: {out} exists (flinkdoctor never overwrites a bundle)")
     collect_or_exit(conn, out, max_log_mb, jobs)
-    click.echo(str(out))
+    outbound.echo(str(out))
 
 
 @click.command("watch")
@@ -214,25 +215,25 @@ def watch_command(
     out_dir.mkdir(parents=True, exist_ok=True)
 
     def emit(incident: dict) -> None:
-        click.echo(json_line(incident))
+        outbound.echo(json_line(incident))
         sys.stdout.flush()
         if hook:
             problem = hook.post(json_line(incident))
             if problem:
-                click.echo(f"flinkdoctor: webhook: {inert(problem)}", err=True)
+                outbound.echo(f"flinkdoctor: webhook: {inert(problem)}", err=True)
 
     watcher = Watcher(
         RestClient(conn),
         WatchOptions(out_dir, interval, cooldown, int(max_log_mb * 2**20), max_incidents),
         diagnose=spark_diagnosis(master),  # replaced below, once the signal handlers are in place
         emit=emit,
-        say=lambda m: click.echo(f"flinkdoctor: watch: {inert(m)}", err=True),
+        say=lambda m: outbound.echo(f"flinkdoctor: watch: {inert(m)}", err=True),
     )
-    click.echo(f"flinkdoctor: watching {inert(redact(conn.url))} every {interval:g} s", err=True)
+    outbound.echo(f"flinkdoctor: watching {inert(redact(conn.url))} every {interval:g} s", err=True)
     with stop_on_signals() as (stop, reinstall):
         watcher.diagnose = spark_diagnosis(master, on_start=reinstall)
         watcher.run(stop)
-    click.echo(f"flinkdoctor: watch stopped after {watcher.incidents} incidents", err=True)
+    outbound.echo(f"flinkdoctor: watch stopped after {watcher.incidents} incidents", err=True)
 
 
 def spark_diagnosis(master: str | None, on_start: Callable[[], None] = lambda: None):
@@ -264,7 +265,7 @@ def stop_on_signals():
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        click.echo("flinkdoctor: watch: stopping (after the incident in hand, if any)", err=True)
+        outbound.echo("flinkdoctor: watch: stopping (after the incident in hand, if any)", err=True)
 
     def install() -> None:
         for s in (signal.SIGINT, signal.SIGTERM):

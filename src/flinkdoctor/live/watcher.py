@@ -8,7 +8,6 @@ state reported once when it begins and once when it ends, never a crash. The loo
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from threading import Event
 
 from ..errors import FlinkdoctorError
+from ..safety import outbound
 from ..safety.masking import mask
 from . import endpoints as ep
 from .bundle import stamp, utc_now
@@ -175,7 +175,7 @@ def summary(report: dict) -> dict:
 
 def json_line(incident: dict) -> str:
     """One line of JSON, ASCII only: nothing in it can act on a terminal."""
-    return json.dumps(incident, ensure_ascii=True, sort_keys=False)
+    return outbound.dumps(incident, ensure_ascii=True, sort_keys=False)  # masked: the same text goes to the webhook
 
 
 def _latest_exception(document: object) -> int | None:

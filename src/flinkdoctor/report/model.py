@@ -4,7 +4,8 @@ The model's `to_dict()` is its data; the JSON view (views/contract.py) prints it
 flinkdoctor.report/v1, schemas/report.schema.json), adding the sentences it writes; the contract's history, one
 minor version after another, is in CHANGELOG.md.
 
-Secrets are masked here, once, so that no view can show them; making text inert for a terminal or escaping it for
+Secrets are masked here, once, as the model is built (`build_report` returns it through masking.scrub), so that no
+view, no library caller and no fleet table can show them; making text inert for a terminal or escaping it for
 HTML/Markdown is each view's job, since JSON must keep the text exact.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TypedDict
 
 from ..analytics.model import CheckpointAnalytics, ConfigAudit, iso
@@ -24,7 +25,7 @@ from ..diagnosis.unexplained import Ranked
 from ..jsondata import JSONObject
 from ..knowledge.rulebook import Rule
 from ..knowledge.vocabulary import AnsweredBy, Verdict
-from ..safety.masking import mask
+from ..safety.masking import scrub
 from ..sources.ingest import Manifest, Source
 from ..sources.layouts import layout_by_id
 
@@ -271,7 +272,7 @@ def _evidence(finding: Finding, paths: dict[int, str]) -> Evidence:
         file=paths[finding.sid],
         line=finding.line,
         time=iso(finding.time),
-        text=mask(finding.text) or "",
+        text=finding.text or "",
         host=finding.host,
     )
 
@@ -456,31 +457,61 @@ def build_report(
     derived = outcome.derived if outcome else []
     kinds = {s.kind for s in manifest.sources}
     derived_roots = [_derived_root(cause, paths, kinds, rules) for cause in derived]
-    return Report(
-        input=given,
-        flink_version=version,
-        flink_version_from=version_source,
-        root_causes=(
-            [*derived_roots, *root_causes] if outcome and outcome.derived_first else [*root_causes, *derived_roots]
-        ),
-        findings=finding_rows,
-        skipped=[{k: mask(str(v)) or "" for k, v in item.items()} for item in manifest.skipped],
-        timings=dict(timings or {}),
-        work_dir=work_dir,
-        verdict=outcome.verdict if outcome else ("known-cause" if root_causes else "no-failure"),
-        unexplained_symptoms=[_unexplained(u, paths) for u in (outcome.unexplained if outcome else [])],
-        unexplained_errors=[_unexplained_error(r, paths) for r in unexplained or []],
-        checkpoints=checkpoints,
-        config_audit=config_audit,
+    report: Report = scrub(  # every string of the model masked, and each setting of a sensitive key whole
+        Report(
+            input=given,
+            flink_version=version,
+            flink_version_from=version_source,
+            root_causes=_with_aftermath(
+                [*derived_roots, *root_causes] if outcome and outcome.derived_first else [*root_causes, *derived_roots],
+                findings,
+                rules,
+                version,
+                values,
+            ),
+            findings=finding_rows,
+            skipped=[{k: str(v) for k, v in item.items()} for item in manifest.skipped],
+            timings=dict(timings or {}),
+            work_dir=work_dir,
+            verdict=outcome.verdict if outcome else ("known-cause" if root_causes else "no-failure"),
+            unexplained_symptoms=[_unexplained(u, paths) for u in (outcome.unexplained if outcome else [])],
+            unexplained_errors=[_unexplained_error(r, paths) for r in unexplained or []],
+            checkpoints=checkpoints,
+            config_audit=config_audit,
+        )
     )
+    return report
+
+
+def _with_aftermath(
+    roots: list[RootCauseReport],
+    findings: list[Finding],
+    rules: dict[str, Rule],
+    version: str | None,
+    values: Mapping[str, str],
+) -> list[RootCauseReport]:
+    """The first root cause with the aftermath fixes of every rule the evidence shows, not only of its chain: a
+    file left open-for-write loses data whatever the cause was, so recovering it is part of the answer."""
+    if not roots:
+        return roots
+    first = roots[0]
+    given = {first.rule} | {fix.for_rule for fix in first.fix if fix.for_rule}
+    present = sorted({f.rule for f in findings if f.rule in rules and any(x.aftermath for x in rules[f.rule].fix)})
+    extra = [
+        _as_fix(item)
+        for rule_id in present
+        if rule_id not in given
+        for item in _fixes(rules[rule_id], version, values, aftermath_only=True)
+    ]
+    return [replace(first, fix=first.fix + extra), *roots[1:]] if extra else roots
 
 
 def _as_fix(item: FilledFix) -> Fix:
     """A filled fix, masked: its text and values come partly from the logs."""
     return Fix(
-        text=mask(item["text"]) or "",
-        config={k: mask(str(v)) or "" for k, v in item.get("config", {}).items()},
-        command=mask(item.get("command")),
+        text=item["text"],
+        config={k: str(v) for k, v in item.get("config", {}).items()},
+        command=item.get("command"),
         versions=item.get("versions"),
         for_rule=item.get("for"),
     )
@@ -503,15 +534,15 @@ def _derived_root(
     where = f"{paths[failure.sid]}:{root.line if root and root.line else failure.line}"
     evidence = []
     if root:
-        line, text = root.line or failure.line, mask(root.text) or ""
+        line, text = root.line or failure.line, root.text or ""
         evidence.append(Evidence(paths[failure.sid], line, iso(failure.time), text, failure.host))
         if how.said:  # the catalogued message that answered is on another line of the event
             said_line, said = how.said
-            evidence.append(Evidence(paths[failure.sid], said_line, iso(failure.time), mask(said) or "", failure.host))
+            evidence.append(Evidence(paths[failure.sid], said_line, iso(failure.time), said, failure.host))
     evidence += [_evidence(f, paths) for f in cause.instances if not (root and f is failure and f.line == root.line)]
     if root:
         short = root.cls.rsplit(".", 1)[-1] + (f": {root.message}" if root.message else "")
-        title = mask(short[:160]) or ""
+        title = short[:160]
         thrown = f"{root.cls}: {root.message}" if root.message else root.cls
         explanation = (
             f"Derived from the exception chain, no known signature matched. The failure at {where} ends in "
@@ -523,8 +554,8 @@ def _derived_root(
         )
     elif how.said:
         line, said = how.said
-        title = mask(said.strip()[:160]) or ""
-        evidence.insert(0, Evidence(paths[failure.sid], line, iso(failure.time), mask(said) or "", failure.host))
+        title = said.strip()[:160]
+        evidence.insert(0, Evidence(paths[failure.sid], line, iso(failure.time), said, failure.host))
         explanation = (
             f"Derived from a message the code prints, no known signature matched. The failure at "
             f"{paths[failure.sid]}:{line} says: {said.strip()[:300]}. "
@@ -532,7 +563,7 @@ def _derived_root(
             + f"The category comes from {HOW[how.tier]}."
         )
     else:
-        title = mask(f"Failure without an exception: {failure.text[:140]}") or ""
+        title = f"Failure without an exception: {failure.text[:140]}"
         explanation = (
             f"No known signature matched, and the failure at {where} carries no exception to derive a cause from, "
             f"so its category is other."
@@ -545,12 +576,12 @@ def _derived_root(
         first_seen=iso(min((f.time for f in cause.instances if f.time), default=None)),
         host=failure.host,
         count=len(cause.instances),
-        explanation=mask(explanation) or "",
+        explanation=explanation,
         evidence=evidence[:EVIDENCE_PER_FINDING],
         chain=[
             ChainStep(f.rule, rules[f.rule].category, rules[f.rule].role, 1, _evidence(f, paths)) for f in cause.trail
         ],
-        fix=[Fix(text=mask(text) or "") for text in _derived_fixes(cause, where, kinds)],
+        fix=[Fix(text=text) for text in _derived_fixes(cause, where, kinds)],
         references=[],
         derived=True,
         answered_by=how.answered_by,
@@ -603,12 +634,12 @@ def _unexplained(item: Unexplained, paths: dict[int, str]) -> UnexplainedSymptom
 def _unexplained_error(ranked: Ranked, paths: dict[int, str]) -> UnexplainedErrorReport:
     t = ranked.template
     return UnexplainedErrorReport(
-        template=mask(t.template) or "",
+        template=t.template or "",
         logger=t.logger,
         level=t.level,
         count=t.count,
         first_seen=iso(t.first),
         rarity=ranked.rarity,
         closeness=ranked.closeness,
-        evidence=Evidence(file=paths[t.sid], line=t.line, time=iso(t.time), text=mask(t.text) or "", host=t.host),
+        evidence=Evidence(file=paths[t.sid], line=t.line, time=iso(t.time), text=t.text or "", host=t.host),
     )

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import WorkDirError
+from ..errors import WorkDirError, translate
 
 MARKER = ".flinkdoctor-work-dir"
 MARKER_TEXT = "This folder is a flinkdoctor work dir: flinkdoctor may empty it.\n"
@@ -94,5 +94,8 @@ class WorkDir:
     def __enter__(self) -> WorkDir:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, err: BaseException | None, trace: object) -> None:
         self.close()
+        known = translate(err, self.path) if err is not None else None
+        if known is not None:  # after the clean-up: a full disk or a changed input, in the contract's words
+            raise known from err

@@ -1,32 +1,47 @@
-"""Secrets masked before any text leaves flinkdoctor: every report view, and the events table it keeps.
+"""The one masker: secrets masked before any text leaves flinkdoctor (safety/outbound.py is where it leaves).
 
 Logs are read on machines with production credentials and reports get pasted into tickets. What is masked:
-values of keys that Flink itself treats as sensitive (its GlobalConfiguration masks keys containing password,
-secret, token, jaas.config, auth-params, basic-auth, http-headers, api/service/account keys; older Flink and
-forks print the raw value in "Loading configuration property: key, value"), the password of a URL's user-info
+values of keys that Flink itself treats as sensitive (FLINK_SENSITIVE, read from Flink's own code; older Flink
+and forks print the raw value in "Loading configuration property: key, value") and of keys that commonly hold
+credentials elsewhere (connector, JDBC, cloud and JVM properties), the password of a URL's user-info
 (jdbc:postgresql://user:pw@host), Authorization headers (Bearer / Basic), AWS access key ids, and PEM private-key
-blocks. The scan tasks mask the events table's text with the same `mask` before it is written (scanner.py), and
-every view masks what it shows.
+blocks. Three forms, one set of patterns: `mask` for a text, `mask_log` for a whole log's bytes, `scrub` for
+structured data (a report model, a REST answer, a row), where a key and its value are apart and the key decides.
+The scan tasks mask the events table's text with `mask` when they cut it from the file (scan/scanner.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterable
+from typing import Any
 
 MASK = "******"
-
-_WORDS = (
+# Flink's GlobalConfiguration.isSensitive(key): key.toLowerCase() contains one of SENSITIVE_KEYS. Read with
+# `javap -c -p org.apache.flink.configuration.GlobalConfiguration` from flink-dist-1.20.3.jar and
+# flink-dist-2.1.1.jar (2.1.1 adds "api-key"); Flink applies it to the flattened key of flat (1.x flink-conf.yaml)
+# and nested (2.x config.yaml) configurations alike.
+FLINK_SENSITIVE = (
     "password",
+    "secret",
+    "fs.azure.account.key",
+    "apikey",
+    "api-key",
+    "auth-params",
+    "service-key",
+    "token",
+    "basic-auth",
+    "jaas.config",
+    "http-headers",
+)
+
+# Keys outside Flink's own configuration that hold credentials (connector and JDBC properties, cloud SDKs,
+# environment variables), matched the same way
+OTHER_SENSITIVE = (
     "passwd",
     "pwd",
-    "secret",
-    "token",
     "credential",
-    "credentials",
-    "jaas.config",
-    "auth-params",
-    "basic-auth",
-    "http-headers",
     "access.key",
     "access-key",
     "access_key",
@@ -36,13 +51,12 @@ _WORDS = (
     "secretkey",
     "private-key",
     "private_key",
-    "api-key",
+    "privatekey",
     "api_key",
-    "apikey",
-    "service-key",
     "account.key",
     "encryption.key",
 )
+_WORDS = FLINK_SENSITIVE + OTHER_SENSITIVE
 _ALT = "|".join(re.escape(w) for w in _WORDS)
 # a sensitive key as configs, properties and environments spell it: lower.dotted, UPPER_SNAKE or lowerCamel; a Java
 # class name such as TokenCache or InvalidTokenException (capitalised) is not a key
@@ -81,7 +95,7 @@ MASKS: tuple[tuple[str, str], ...] = (
 # Every mask above needs one of these in its match, in any case (a sensitive key word only when a key of it is
 # followed by = or :): text without any is left as it is. The scan tasks flag the events that hold one, with RE2
 # over whole Arrow arrays, and run `mask` only on those.
-_KEY_WORDS = (*_WORDS, "privatekey")
+_KEY_WORDS = _WORDS
 TRIGGER_RE2 = (
     "(?i)(?:"
     + "|".join(re.escape(w) for w in ("private key-----", "configuration property: ", "authorization", "bearer", "://"))
@@ -107,6 +121,55 @@ _COMPILED = tuple(
 )
 
 
+def is_sensitive(key: str) -> bool:
+    """True when Flink would mask the value of `key` (FLINK_SENSITIVE), or the key names another credential."""
+    lower = key.lower()
+    return any(word in lower for word in _WORDS)
+
+
+def mask_value(key: str, value: str | None) -> str | None:
+    """The value of configuration key `key` as it may be shown: all of it masked when the key is sensitive."""
+    if value in (None, ""):
+        return value
+    return MASK if is_sensitive(key) else mask(value)
+
+
+# the fields of a record (a mapping or a dataclass) that hold the value of its `key` field
+VALUE_FIELDS = ("value", "default")
+
+
+def scrub(node: Any) -> Any:
+    """`node` (a report model of dataclasses, a REST answer, a row: any tree of mappings, sequences and
+    dataclasses) with every secret masked: each string through `mask`, and a value whole when its key is
+    sensitive: a mapping's key, or the `key` field of a record beside its `value` ({"key": k, "value": v}, as
+    REST /jobmanager/config and the configuration audit hold settings). The same type comes back."""
+    if isinstance(node, str):
+        return mask(node)
+    if isinstance(node, dict):
+        return type(node)(_scrub_items(node.items()))
+    if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
+        return type(node)(scrub(item) for item in node)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        fields = [(f.name, getattr(node, f.name)) for f in dataclasses.fields(node) if f.init]
+        changed = {name: value for name, value in _scrub_items(fields) if value is not getattr(node, name)}
+        return dataclasses.replace(node, **changed) if changed else node
+    return node
+
+
+def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    items = list(pairs)
+    record_key = next((v for k, v in items if k == "key" and isinstance(v, str)), None)
+    secret_record = record_key is not None and is_sensitive(record_key)
+    out = []
+    for key, value in items:
+        hidden = isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != ""
+        if hidden and ((secret_record and key in VALUE_FIELDS) or (isinstance(key, str) and is_sensitive(key))):
+            out.append((scrub(key), MASK))
+        else:
+            out.append((scrub(key), scrub(value)))
+    return out
+
+
 def mask(text: str | None) -> str | None:
     """`text` with every secret value replaced by ******."""
     if not text:
@@ -116,3 +179,36 @@ def mask(text: str | None) -> str | None:
         if any(word in lower for word in gate):
             text = pattern.sub(replacement, text)
     return text
+
+
+_LINE_TRIGGER = re.compile(TRIGGER_RE2)
+_PEM_END = re.compile(r"-----END [A-Z ]{0,32}PRIVATE KEY-----")
+
+
+def mask_lines(text: str) -> str:
+    """A whole log's text masked line by line, as the scan masks an event: only the lines that hold a word some
+    mask needs are masked (a log of 100 MB has few), and a PEM block from its BEGIN line to its END line."""
+    pieces, done = [], 0
+    for hit in _LINE_TRIGGER.finditer(text):
+        if hit.start() < done:
+            continue
+        begin = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        end = len(text) if end < 0 else end
+        close = (
+            _PEM_END.search(text, hit.end(), hit.end() + 16384) if "private key-----" in hit.group().lower() else None
+        )
+        if close and close.end() > end:  # a key block: its lines kept as lines (a log's line numbers stay), masked
+            first, *body, last = text[begin : close.end()].split("\n")
+            pieces += [text[done:begin], "\n".join([mask(first) or "", *[MASK] * len(body), last])]
+            done = close.end()
+            continue
+        pieces += [text[done:begin], mask(text[begin:end]) or ""]
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def mask_log(data: bytes) -> bytes:
+    """A log's bytes masked (`mask_lines`); bytes that are not UTF-8 are kept as they are."""
+    return mask_lines(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")

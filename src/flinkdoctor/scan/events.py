@@ -17,12 +17,14 @@ own datetime pattern, from the header's raw time the tasks keep.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ..errors import InputChanged
 from ..sources.ingest import Manifest, Source
 from ..sources.layouts import layout_by_id
 from .headers import WARN_WORDS
@@ -66,6 +68,22 @@ class EventsResult:
         return stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:])
 
 
+def _size_to_read(source: Source) -> int:
+    """The bytes of a staged source to read: of an input read in place (a link to it), as many as ingest saw (a
+    live log that grew is read as it was); one gone or cut shorter since is InputChanged, never a partial count."""
+    staged = str(source.staged)
+    if not os.path.islink(staged):
+        return Path(staged).stat().st_size  # flinkdoctor's own copy, in the work dir
+    shown = os.readlink(staged)
+    try:
+        now = os.stat(staged).st_size
+    except FileNotFoundError as err:
+        raise InputChanged(shown, "it is gone") from err
+    if now < source.size:
+        raise InputChanged(shown, f"{source.size:,} bytes when read, {now:,} now")
+    return source.size
+
+
 def plan(
     sources: list[Source], split_bytes: int = SPLIT_BYTES, bundle_of: Mapping[int, int] | None = None
 ) -> list[list[Part]]:
@@ -76,7 +94,7 @@ def plan(
     small: list[Part] = []
     gathered = 0
     for source in sources:
-        size = Path(str(source.staged)).stat().st_size
+        size = _size_to_read(source)
         layout = source.layout or "none"
         parts = [
             Part(

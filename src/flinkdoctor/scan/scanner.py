@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..errors import InputChanged
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
 from .catalogue import candidates, entry_hits
@@ -173,7 +174,7 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
-    with _open(part.path) as handle:
+    with _open_unchanged(part) as handle:
         data = np.frombuffer(_read(handle, part, lo), dtype=np.uint8)
     starts, crlf = _line_starts(data)
     if part.start == 0:
@@ -726,6 +727,23 @@ def _matches_type():
     return pa.list_(
         pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
     )
+
+
+def _open_unchanged(part: Part):
+    """The part's file, as long as it is still the file that was ingested: gone or cut shorter since (a log
+    rotated or truncated under a bundle read in place) is InputChanged, never a partial count. A file that grew
+    (a live log) is read as it was."""
+    import os
+
+    shown = os.readlink(part.path) if os.path.islink(part.path) else part.path  # the input, not its staged link
+    try:
+        handle = _open(part.path)
+    except FileNotFoundError as err:
+        raise InputChanged(shown, "it is gone") from err
+    if (size := handle.size()) < part.size:
+        handle.close()
+        raise InputChanged(shown, f"{part.size:,} bytes when read, {size:,} now")
+    return handle
 
 
 def _open(path: str):

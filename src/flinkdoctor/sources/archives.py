@@ -14,7 +14,7 @@ import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from ..errors import InputError
+from ..errors import InputError, is_disk_full
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_RATIO = 200  # unpacked bytes per archive byte beyond which an archive is a bomb, not logs
@@ -67,6 +67,8 @@ def unpack(path: Path, target: Path, display: str, budget: Budget) -> None:
         else:
             _untar(path, target, display, budget)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as err:
+        if is_disk_full(err):
+            raise  # the work dir's disk, not the archive: the run stops (errors.translate)
         raise InputError(f"{display}: refusing archive: {_reason(err)}") from err
 
 

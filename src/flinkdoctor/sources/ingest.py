@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, is_disk_full
 from ..runtime.workdir import fresh_folder, remove
 from . import yarn
 from .archives import Budget, is_archive, unpack
@@ -127,6 +127,8 @@ class _Walker:
             display = display or path.name
             head, compressed = _head(path)
         except (OSError, EOFError, zlib.error) as err:
+            if is_disk_full(err):
+                raise  # the work dir's disk, not this file: the run stops (errors.translate)
             self.skip(display or path.name, f"cannot read: {getattr(err, 'strerror', None) or err}")
             return
         if head.startswith(COLLECT_LOG_MARKER):
