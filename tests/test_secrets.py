@@ -130,7 +130,7 @@ RAW_WRITERS = {
     ("live/bundle.py", "open"): "packs the bundle's files, each written through outbound",
     ("live/webhook.py", "request"): "POSTs a watch line, made by outbound.dumps (watcher.json_line)",
     ("views/terminal.py", "print"): "prints to the console it is given: outbound.console (outbound.show_terminal)",
-    ("fleet/report.py", "print"): "the same",
+    ("fleet/terminal.py", "print"): "the same",
     ("cli.py", "print"): "prints to a console made by outbound.console",
     ("cases.py", "write_text"): "a rule's own case text, into a temporary file for the rule test",
     ("runtime/workdir.py", "write_text"): "the work dir's marker: fixed text",
@@ -138,6 +138,9 @@ RAW_WRITERS = {
     ("runtime/server.py", "open"): "the warm server's own log (its JVM's output)",
     ("runtime/spark.py", "open"): "the JVM's output; masked by outbound.mask_file when kept after a failure",
     ("runtime/userstate.py", "dump"): "flinkdoctor's cache of compiled rules (pickle), no input",
+    ("scan/re2.py", "open"): "a developer's regeneration of the Unicode class table: Python's own data, no input",
+    ("scan/re2.py", "dump"): "the same",
+    ("scan/re2.py", "write"): "the same",
     ("runtime/jvm.py", "print"): "a fixed notice on a terminal",
 }
 _ALWAYS = {"print", "echo", "write", "write_text", "write_bytes", "dump", "write_table", "ParquetWriter", "addfile"}
