@@ -140,6 +140,17 @@ def test_the_pass_names_the_events_each_whole_regex_can_match():
     assert hits.level_words.tolist() == [2]  # WARN in event 2's header; the trace's lines are no header
 
 
+def test_a_signature_that_is_a_level_word_is_a_candidate_wherever_it_matches():
+    """A signature whose pattern is the same text as a level word (error-event's `\\bERROR\\b`) keeps its own
+    pattern: a level word counts only in an event's first line, the signature in every line (before, the two
+    shared a number and the signature matched nothing)."""
+    rule = _rule(Signature(text=r"\bERROR\b"))
+    errored = EXPIRED.replace(b"INFO ", b"ERROR")
+    prefilter, hits = _hits([rule], EXPIRED + errored)
+    assert hits.signature_events(prefilter.signatures[0]).tolist() == [1]
+    assert hits.level_words.tolist() == [1]
+
+
 def test_a_match_across_two_events_is_a_candidate_of_the_later_only():
     """A regex's match that starts in one event and ends in the next makes the next a candidate (the matcher
     then finds none in it); no event that holds a whole match is missed."""

@@ -43,7 +43,9 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
     too. The same regex is one pattern, however many use it. The database is compiled here, on the driver, and
     its bytes go to the tasks."""
     words = tuple(word for upper in LEVEL_WORDS for word in (upper, upper.lower()))
-    ids: dict[str, int] = {re.escape(word): n for n, word in enumerate(words)}
+    # the signatures' patterns are numbered after the level words and never share a word's number, even when one
+    # is the same text (`\bERROR\b`): a word's hits count only on an event's first line, a signature's anywhere
+    ids: dict[str, int] = {}
     signatures = []
     for sig in [sig for rule in rules for sig in rule.signatures] + list(extra):
         regexes = [(regex, key == "text") for key, regex in sig.regexes() if key in PREFILTERED]
@@ -51,8 +53,8 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
         found = {pattern for pattern in (hyperscan_pattern(*r) for r in regexes) if pattern is not None}
         if not found:
             raise ValueError(f"a signature whose regexes can all match an empty text: {sig}")
-        signatures.append(tuple(sorted(ids.setdefault(p, len(ids)) for p in found)))
-    patterns = tuple(sorted(ids, key=ids.__getitem__))
+        signatures.append(tuple(sorted(ids.setdefault(p, len(words) + len(ids)) for p in found)))
+    patterns = tuple(re.escape(word) for word in words) + tuple(sorted(ids, key=ids.__getitem__))
     return Prefilter(patterns, tuple(signatures), words, serialized(patterns))
 
 
