@@ -28,11 +28,15 @@ def true_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def kept_texts(report: dict, path: str) -> list[str]:
-    """The texts of the kept events table's events of one source (by its path in the bundle)."""
+def kept_events(report: dict, path: str) -> list[tuple[str, int]]:
+    """(text, the events it stands for) of the kept events table's events of one source (by its path in the
+    bundle): WARN+ events nothing can match are reduced to the first and last of each logger, message and
+    level, the first standing for every one before the last (`repeats`)."""
     sid = next(i for i, s in enumerate(report["input"]["sources"]) if s["path"] == path)
-    table = pq.read_table(Path(report["work_dir"]) / "events.parquet", columns=["sid", "text"]).to_pydict()
-    return [text for s, text in zip(table["sid"], table["text"], strict=True) if s == sid]
+    columns = ["sid", "text", "repeats"]
+    table = pq.read_table(Path(report["work_dir"]) / "events.parquet", columns=columns).to_pydict()
+    rows = zip(table["sid"], table["text"], table["repeats"], strict=True)
+    return [(text, repeats or 1) for s, text, repeats in rows if s == sid]
 
 
 def test_a_gbk_message_beside_a_taskmanager_log_is_read_and_shown(diagnose_bundle, tmp_path):
@@ -51,7 +55,9 @@ def test_a_gbk_message_beside_a_taskmanager_log_is_read_and_shown(diagnose_bundl
     }
     shown = (GBK_LINE + "\n").encode("gbk").decode("utf-8", "replace").removesuffix("\n")
     assert "\ufffd" in shown and shown.startswith("2020-10-16 17:05:05,939 WARN  org.apache.flink.runtime.taskmanager")
-    assert kept_texts(report, "taskmanager-gbk.log") == [shown] * 3  # every WARN line kept, its text replaced
+    kept = kept_events(report, "taskmanager-gbk.log")
+    assert {text for text, _ in kept} == {shown}  # the WARN lines' text kept, its bytes replaced, never dropped
+    assert sum(repeats for _, repeats in kept) == 3  # every one of the three accounted for
 
 
 # -- the scan's one decoding step, by property (no Spark) -------------------------------------------------------

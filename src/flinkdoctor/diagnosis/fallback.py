@@ -8,9 +8,9 @@ ladder the README gives under "How a cause is chosen"): a message the exceptions
 code's own messages knows, then an exception class either knows, then the innermost exception's throwing
 package, then the first frame in user or connector code; within one step the innermost exception first. A cause
 rule whose match rests only on a frame's code (`attribution: frame`) stands on the frame step too: when the
-chain says something more specific, the derived cause comes first. Such a cause is marked derived, carries a
-lower confidence by its step, and says so in words. Symptom findings that no cause explains are kept as
-unexplained symptoms, with the rules that would explain them and the logs they read.
+chain says something more specific of another category, the derived cause comes first. Such a cause is marked
+derived, carries a lower confidence by its step, and says so in words. Symptom findings that no cause explains
+are kept as unexplained symptoms, with the rules that would explain them and the logs they read.
 """
 
 from __future__ import annotations
@@ -443,15 +443,21 @@ def fallback(
 
     A cause is derived from the failure's exception chain when no cause rule names one, or when the best one
     only attributes the failure to a frame's code (`attribution: frame`) and the chain says something more
-    specific: then the derived cause comes first (`derived_first`). `catalogued` is what the catalogue of the
-    code's own messages found: messages on the failure events' lines, and failure lines no failure rule knows
-    (after every failure rule's events)."""
+    specific, of another category: then the derived cause comes first (`derived_first`). `catalogued` is what
+    the catalogue of the code's own messages found: messages on the failure events' lines, and failure lines no
+    failure rule knows (after every failure rule's events)."""
     known = knowledge()
     explained = {rule.id for root in roots for rule, _, _ in root.chain} | {root.rule.id for root in roots}
     derived: list[DerivedCause] = []
     if not roots or roots[0].rule.attribution == "frame":
         derived = _derived(findings, known, load_catalogue(), catalogued or Catalogued())
-    first = bool(derived) and (not roots or derived[0].derivation.tier < FRAME_STEP)
+    # over a frame rule, a more specific derivation comes first only when it says something else: when both name
+    # the same category, the rule's answer (its explanation and fixes) stands
+    first = bool(derived) and (
+        not roots
+        or derived[0].derivation.tier < FRAME_STEP
+        and derived[0].derivation.category != roots[0].rule.category
+    )
     if roots and not first:
         derived = []
     if derived:

@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 _LOG: dict[str, Path | bool] = {}
 
 
+def _quiet_broadcast_failures() -> None:
+    """PySpark prints the traceback of a broadcast it cannot write (a full disk under the work dir) to stderr
+    before it raises the error; the error reaches the CLI, which says what happened in one line (exit 2)."""
+    from pyspark.core import broadcast
+
+    broadcast.print_exec = lambda stream: None  # the module-level function it calls
+
+
 def spark_session(
     master: str | None = None,
     app_name: str = "flinkdoctor",
@@ -39,6 +47,7 @@ def spark_session(
     from .conf import session_conf
     from .jvm import java_options
 
+    _quiet_broadcast_failures()
     if remote:
         return SparkSession.builder.remote(remote).getOrCreate()
     if master is None and not os.environ.get("SPARK_ENV_LOADED") and (shared := _server_session()) is not None:
