@@ -37,6 +37,7 @@ __all__ = ["MAX_EVENT_LINES", "EventsResult", "block_offsets", "build_events", "
 WARN_LEVELS = tuple(sorted(WARN_WORDS))  # levels kept beside the candidates (unexplained.py reads them)
 SPLIT_BYTES = 128 * 1024 * 1024  # a range per task: Spark's own default for files
 FILES_PER_TASK = 5000  # small files read by one task, at most
+Blocks = dict[int, list[tuple[int, int]]]  # source id -> (range, lines in it) per range, in file order
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def build_events(
 
 def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     """Lines per range (to number lines), per source its lines, unparsed lines and events, and the totals."""
-    blocks: dict[int, list[tuple[int, int]]] = {}
+    blocks: Blocks = {}
     stats: dict = {s.id: {"lines": 0, "unparsed": 0, "events": 0} for s in sources}
     totals = dict.fromkeys(("events", "matched", "measured", "warned", "catalogued"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
@@ -170,7 +171,7 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     return blocks, stats
 
 
-def block_offsets(blocks: dict) -> dict[tuple[int, int], int]:
+def block_offsets(blocks: Blocks) -> dict[tuple[int, int], int]:
     """Lines in the ranges before each range of a file: turns range-relative line numbers into file ones."""
     offsets = {}
     for sid, spans in blocks.items():
