@@ -45,7 +45,6 @@ MAIL_WIDTH = (70, 80)  # the widths mail clients and list archives wrap plain te
 RECORD_LAYOUT, UNTIMED_RECORD_LAYOUT = "shape-record", "shape-record-untimed"
 TRACE_LINE = re.compile(r"^(?:\s*at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
 EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)*\.[\w$]*(?:Exception|Error|Throwable)\b")  # java.lang.Error too
-INDENT = re.compile(r"^[ \t]*")
 # kubectl describe's event table: its header row, and a row (the event's type first)
 EVENT_TABLE = re.compile(r"^[ \t]+Type[ \t]+Reason[ \t]+Age[ \t]+From[ \t]+Message[ \t]*$")
 EVENT_ROW = re.compile(r"^[ \t]+(?:Warning|Normal)[ \t]{2,}\S")
@@ -348,7 +347,7 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
 
 
 def _candidates(lines: list[str], shapes: Shapes) -> list[tuple[str, Strip | None]]:
-    indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
+    indent = min(_indent(line) for line in lines)
     candidates: list[tuple[str, Strip | None]] = [(f"indent:{indent}", None)] if indent else []
     return candidates + [(s.id, s) for s in shapes.strips]  # on a tie the first wins: plain indentation first
 
@@ -479,7 +478,12 @@ def _apply(strip_id: str, strip: Strip | None, line: str) -> str:
     if strip is not None:
         return strip.apply(line)
     n = int(strip_id.split(":", 1)[1])
-    return line[min(n, len(INDENT.match(line).group())) :]  # type: ignore[union-attr]
+    return line[min(n, _indent(line)) :]
+
+
+def _indent(line: str) -> int:
+    """The blanks (spaces, tabs) the line starts with."""
+    return len(line) - len(line.lstrip(" \t"))
 
 
 # -- reading ---------------------------------------------------------------------------------------------------
