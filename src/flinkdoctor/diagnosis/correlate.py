@@ -25,7 +25,7 @@ class RootCause:
     count: int
     chain: list[tuple[Rule, Finding, int]]  # (rule, instance, depth), in causal then time order
     confidence: float
-    score: tuple = field(default=())
+    score: tuple[int, int, int, datetime] | tuple[()] = field(default=())
 
 
 def onset(finding: Finding, rule: Rule) -> datetime | None:
@@ -64,7 +64,9 @@ def _in_window(relation: Relation, cause: Finding, cause_rule: Rule, effect: Fin
     return start - timedelta(milliseconds=relation.before_ms) <= effect.time <= end
 
 
-def _edge(cause_rule: Rule, causes: list[Finding], effect_rule: Rule, effects: list[Finding]):
+def _edge(
+    cause_rule: Rule, causes: list[Finding], effect_rule: Rule, effects: list[Finding]
+) -> tuple[Finding, Finding] | None:
     """The first (cause, effect) pair that satisfies one of cause_rule's relations to effect_rule, or None."""
     for relation in cause_rule.explains:
         if not _covers(relation, effect_rule):
@@ -124,7 +126,7 @@ def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, 
     return roots
 
 
-def _chain(root: Rule, edges, rules: dict[str, Rule]) -> list[tuple[Rule, Finding, int]]:
+def _chain(root: Rule, edges: dict[str, dict[str, Finding]], rules: dict[str, Rule]) -> list[tuple[Rule, Finding, int]]:
     """Breadth-first walk of what the root explains, each rule once, ordered by depth then time."""
     seen = {root.id}
     frontier = [root.id]

@@ -79,8 +79,8 @@ class Entry:
     category: str
     about: str
     next: str | None = None
-    cls: re.Pattern | None = None
-    message: re.Pattern | None = None
+    cls: re.Pattern[str] | None = None
+    message: re.Pattern[str] | None = None
     packages: tuple[str, ...] = ()
     frames: tuple[str, ...] = ()
     catalogue: str | None = None  # set when the answer is a catalogue entry (its id), not a row of the table
@@ -495,7 +495,7 @@ def _derived(
     return derived
 
 
-def _rank(candidate: DerivedCause, known: Knowledge) -> tuple:
+def _rank(candidate: DerivedCause, known: Knowledge) -> tuple[bool, int, int, bool, datetime, int, int]:
     """Best first: an event with an exception, of the preferred failure rule, whose category the table knows
     most specifically, earliest (untimed last), then in file order."""
     finding = candidate.finding

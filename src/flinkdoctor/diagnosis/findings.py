@@ -12,10 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
+from typing import TYPE_CHECKING, Any
 
 from ..knowledge.rulebook import Rule
-from ..scan.events import block_offsets
+from ..scan.events import Blocks, block_offsets
 from ..sources.ingest import Manifest
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Row
 
 # Entities a finding carries (rules capture their own values on top of these); taken from matched events only:
 # (regex whose group 1 is the value, words one of which a text must hold to have one). The words spare Java's
@@ -51,7 +55,7 @@ class Finding:
     host: str | None
     job_id: str | None
     text: str  # the line that matched
-    captures: dict = field(default_factory=dict)
+    captures: dict[str, str] = field(default_factory=dict)
     checkpoint_id: str | None = None
     hdfs_path: str | None = None
     container_id: str | None = None
@@ -70,14 +74,14 @@ class Finding:
         return self.line_of(i) if self.line_of else self.event_line + i
 
 
-def match_events(events, detail: bool = True):
+def match_events(events: DataFrame, detail: bool = True) -> DataFrame:
     """Findings: one row per (event, rule) match, from the matches the scan tasks found (matcher.py). With
     `detail`, also the captures, the matching line and the entities (job, checkpoint, container, path); without,
     only what counting and choosing evidence need."""
     from pyspark.sql import functions as F
 
     found = events.where(F.size("matches") > 0).select("*", F.explode("matches").alias("m"))
-    keys = ["sid", "bundle", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
+    keys: list[Column | str] = ["sid", "bundle", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
     if not detail:
         return found.select(*keys)
     entities = []
@@ -98,9 +102,12 @@ def match_events(events, detail: bool = True):
 
 
 Counts = dict[tuple[int, str], int]  # (bundle, rule) -> the rule's exact count in that bundle
+Keys = dict[str, Any]  # a chosen match's key columns (sid, block, first_rel) and its group's, as Spark gave them
 
 
-def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> tuple[list[Finding], Counts]:
+def collect_findings(
+    events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int
+) -> tuple[list[Finding], Counts]:
     """Per bundle (the events' `bundle`: one, or a fleet's many) every rule's exact count, and its earliest and
     latest instances in detail.
 
@@ -119,7 +126,7 @@ def collect_findings(events, blocks: dict, manifest: Manifest, matched: int) -> 
     return detail_findings(events, blocks, manifest, rows), {(g["bundle"], g["rule"]): g["cnt"] for g in groups}
 
 
-def earliest_and_latest(found, by: list[str]) -> tuple[list[dict], list[dict]]:
+def earliest_and_latest(found: DataFrame, by: list[str]) -> tuple[list[Keys], list[Keys]]:
     """Per group of the `by` columns (bundle and rule), the keys of its earliest and latest
     KEEP_PER_RULE matches, and its count: one aggregation that keeps only the KEEP_PER_RULE least and greatest
     of each group in each task, instead of sorting every match. Ordered by time (unknown first), then by place
@@ -134,8 +141,8 @@ def earliest_and_latest(found, by: list[str]) -> tuple[list[dict], list[dict]]:
         F.min_by(key, order, KEEP_PER_RULE).alias("earliest"),
         F.max_by(key, order, KEEP_PER_RULE).alias("latest"),
     )
-    chosen: dict[tuple, dict] = {}
-    counted = []
+    chosen: dict[tuple[object, ...], Keys] = {}
+    counted: list[Keys] = []
     for group in groups.collect():
         columns = {name: group[name] for name in by}
         counted.append({**columns, "cnt": group.cnt})
@@ -144,7 +151,7 @@ def earliest_and_latest(found, by: list[str]) -> tuple[list[dict], list[dict]]:
     return list(chosen.values()), counted
 
 
-def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> list[Finding]:
+def detail_findings(events: DataFrame, blocks: Blocks, manifest: Manifest, rows: list[Keys]) -> list[Finding]:
     """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order."""
     from pyspark.sql import functions as F
 
@@ -160,7 +167,7 @@ def detail_findings(events, blocks: dict, manifest: Manifest, rows: list) -> lis
     return _findings(detailed, blocks, manifest)
 
 
-def _findings(detailed: list, blocks: dict, manifest: Manifest) -> list[Finding]:
+def _findings(detailed: list[Row], blocks: Blocks, manifest: Manifest) -> list[Finding]:
     """Rows of match_events(detail=True) as findings in time order, with file line numbers."""
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
@@ -193,7 +200,7 @@ def _findings(detailed: list, blocks: dict, manifest: Manifest) -> list[Finding]
     return findings
 
 
-def _ranges_of(rows: list):
+def _ranges_of(rows: list[Keys]) -> Column:
     """A filter on the byte ranges (sid, block) the rows are in, which Parquet evaluates against each file's
     statistics: a task writes the events of its own ranges, so the files of other ranges are not read."""
     from pyspark.sql import functions as F
@@ -258,12 +265,12 @@ class CatalogueHit:
     instances: list[CatalogueInstance]  # in time order
 
 
-def catalogue_events(events, detail: bool = True):
+def catalogue_events(events: DataFrame, detail: bool = True) -> DataFrame:
     """One row per (event, entry) hit, as match_events gives one per (event, rule) match."""
     from pyspark.sql import functions as F
 
     found = events.where(F.size("entries") > 0).select("*", F.explode("entries").alias("e"))
-    keys = ["sid", "bundle", "block", "first_rel", "time", F.col("e.entry").alias("entry")]
+    keys: list[Column | str] = ["sid", "bundle", "block", "first_rel", "time", F.col("e.entry").alias("entry")]
     if not detail:
         return found.select(*keys)
     return found.select(
@@ -277,7 +284,7 @@ def catalogue_events(events, detail: bool = True):
     )
 
 
-def _event_text():
+def _event_text() -> Column:
     from pyspark.sql import functions as F
 
     return F.when(F.length("text") <= EVENT_TEXT_MAX, F.col("text")).otherwise(
@@ -285,7 +292,9 @@ def _event_text():
     )
 
 
-def collect_catalogue_hits(events, blocks: dict, manifest: Manifest, catalogued: int) -> list[CatalogueHit]:
+def collect_catalogue_hits(
+    events: DataFrame, blocks: Blocks, manifest: Manifest, catalogued: int
+) -> list[CatalogueHit]:
     """Per bundle (the events' `bundle`) every entry's exact count and its earliest and latest instances, as
     collect_findings does for rules: one job when the tasks counted few hits (`catalogued`), else the top-k
     aggregation, then the chosen events."""

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING
 from ..errors import RuleError
 from ..knowledge.validation import schema
 from ..safety.masking import mask
-from ..scan.events import WARN_LEVELS
+from ..scan.events import WARN_LEVELS, Blocks, block_offsets
 from ..sources.ingest import Manifest
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Row
+
     from .correlate import RootCause
     from .fallback import Outcome
     from .findings import Finding
@@ -116,7 +118,7 @@ def template_of(message: str) -> str:
     return message
 
 
-def template_column(column):
+def template_column(column: Column) -> Column:
     """The template of a message column, in Spark (Java regex, the same MASKS)."""
     from pyspark.sql import functions as F
 
@@ -125,12 +127,10 @@ def template_column(column):
     return column
 
 
-def with_file_lines(events, blocks: dict, manifest: Manifest):
+def with_file_lines(events: DataFrame, blocks: Blocks, manifest: Manifest) -> DataFrame:
     """`events` with `line`, the file line of each event's first line. The one place that turns the events
-    table's block-relative numbers into file lines (match.block_offsets), so the conversion can change alone."""
+    table's block-relative numbers into file lines (scan.events.block_offsets), so the conversion can change alone."""
     from pyspark.sql import functions as F
-
-    from .findings import block_offsets
 
     spark = events.sparkSession
     sources = {s.id: s for s in manifest.sources}
@@ -146,8 +146,12 @@ def with_file_lines(events, blocks: dict, manifest: Manifest):
 
 
 def collect_templates(
-    events, blocks: dict, manifest: Manifest, explained: Iterable[tuple[int, int]] = (), warned: int | None = None
-) -> list:
+    events: DataFrame,
+    blocks: Blocks,
+    manifest: Manifest,
+    explained: Iterable[tuple[int, int]] = (),
+    warned: int | None = None,
+) -> list[Template]:
     """Every template of the WARN+ events, less the events in `explained` ((sid, file line) of findings' events),
     per bundle (the events' `bundle`; a template's evidence `sid` says which).
     When the scan tasks counted at most FEW `warned` events, Spark masks them and the driver groups them: two
@@ -224,11 +228,11 @@ def collect_templates(
     return [_template(row, row["count"], row.level, row.first, row.last) for row in grouped.collect()]
 
 
-def _grouped_here(rows: list) -> list:
+def _grouped_here(rows: list[Row]) -> list[Template]:
     """The templates of masked rows (logger, template, level, severity, time, evidence), grouped as Spark groups
     them: the count, the most severe level, the first and last time, and the evidence of the earliest event
     (by time, the untimed last, then by source and line: Spark's `order`)."""
-    groups: dict[tuple[int, str, str], list] = {}
+    groups: dict[tuple[int, str, str], list[Row]] = {}
     for row in rows:
         groups.setdefault((row.bundle, row.logger, row.template), []).append(row)
     templates = []
@@ -241,7 +245,7 @@ def _grouped_here(rows: list) -> list:
     return templates
 
 
-def _template(row, count: int, level: str, first: datetime | None, last: datetime | None) -> Template:
+def _template(row: Row, count: int, level: str, first: datetime | None, last: datetime | None) -> Template:
     """A Template of a row holding the group's logger, template and evidence."""
     return Template(
         logger=row.logger or None,
@@ -282,7 +286,7 @@ def closeness(template: Template, failure: datetime | None) -> float:
     if template.first <= failure <= template.last:
         return 1.0
     gap = min(abs((template.first - failure).total_seconds()), abs((template.last - failure).total_seconds()))
-    return 0.5 ** (gap / NEAR_S)
+    return float(0.5 ** (gap / NEAR_S))
 
 
 def rank(templates: list[Template], known: Baseline, failure: datetime | None) -> list[Ranked]:

@@ -14,12 +14,13 @@ from datetime import timezone as tz
 from pathlib import Path
 
 from ..analytics import analytics_rules
-from ..diagnosis.findings import Finding, block_offsets
+from ..diagnosis.findings import Finding
 from ..errors import FlinkdoctorError
 from ..knowledge.rulebook import Rule
 from ..pipeline import Diagnoses, check_knowledge, diagnose_bundles
 from ..report.model import Report
 from ..runtime.workdir import WorkDir
+from ..scan.events import block_offsets
 from ..sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, ingest
 from . import lake
 from .discover import Bundle, discover

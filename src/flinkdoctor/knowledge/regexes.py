@@ -28,6 +28,7 @@ UNBOUNDED = sre.MAXREPEAT
 # module loaded by name above, so its values come in untyped.
 ParseTree: TypeAlias = Any
 NodeArg: TypeAlias = Any
+Node: TypeAlias = tuple[object, NodeArg]  # one node of a parse tree: (opcode, argument)
 
 
 @cache

@@ -12,13 +12,36 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from ..knowledge.regexes import python_regex
 from ..runtime.userstate import cached, store
 from .patterns import hyperscan_pattern
+from .prefilter import Bytes, Positions
+
+if TYPE_CHECKING:
+    import hyperscan
+
+    from ..knowledge.catalogue import Catalogue
+
+
+class _Entry(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def regex(self) -> str: ...
+
+
+class Entries(Protocol):
+    """A catalogue as the index reads it: `entries` with an `id` and a `regex` (the shipped one, or another)."""
+
+    @property
+    def entries(self) -> Sequence[_Entry]: ...
+
 
 FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
 
@@ -35,7 +58,7 @@ class CatalogueIndex:
     compiled: bytes | None = field(default=None, repr=False, compare=False)  # serialized (None: no Hyperscan)
 
 
-def default_catalogue():
+def default_catalogue() -> Catalogue:
     """The shipped catalogue (knowledge.catalogue.load_catalogue)."""
     from ..knowledge.catalogue import load_catalogue
 
@@ -53,7 +76,7 @@ def shipped_index() -> CatalogueIndex | None:
     return catalogue_index(None, f"files-{digest.hexdigest()[:32]}")
 
 
-def catalogue_index(catalogue, key: str | None = None) -> CatalogueIndex | None:
+def catalogue_index(catalogue: Entries | None, key: str | None = None) -> CatalogueIndex | None:
     """The index of a catalogue (anything with `entries` of `id` and `regex`; None: the shipped one, loaded
     only when its index is not cached), with its database compiled; cached in the user's state folder by `key`
     (default: the entries' ids and regexes) and the code that makes patterns of them. None for no entries."""
@@ -122,7 +145,7 @@ def _serialized(patterns: tuple[str, ...]) -> bytes | None:
 
 
 @lru_cache(maxsize=2)
-def _database(index: CatalogueIndex):
+def _database(index: CatalogueIndex) -> hyperscan.Database | None:
     """The index's database in this process: loaded from its bytes, else compiled here (another platform)."""
     from .prefilter import compile_patterns
 
@@ -138,7 +161,7 @@ def _database(index: CatalogueIndex):
     return compile_patterns(index.patterns)
 
 
-def candidates(index: CatalogueIndex, data, begin, end):
+def candidates(index: CatalogueIndex, data: Bytes, begin: Positions, end: Positions) -> tuple[Positions, Positions]:
     """(spans, entries) numpy arrays: each (span, entry) pair whose entry's pattern the pass found in the span's
     bytes [begin, end) of `data` (spans in order, not overlapping: an event's, or a line's), once."""
     import numpy as np
@@ -153,7 +176,7 @@ def candidates(index: CatalogueIndex, data, begin, end):
     ids: list[int] = []
     ends: list[int] = []
 
-    def on_match(pattern_id, start, stop, flags, context):
+    def on_match(pattern_id: int, start: int, stop: int, flags: int, context: object) -> None:
         ids.append(pattern_id)
         ends.append(stop)
 
@@ -171,7 +194,7 @@ def candidates(index: CatalogueIndex, data, begin, end):
     return np.repeat(event, sizes), entries
 
 
-def _candidates_re2(index: CatalogueIndex, joined: bytes, starts):
+def _candidates_re2(index: CatalogueIndex, joined: bytes, starts: Positions) -> tuple[Positions, Positions]:
     """The same without Hyperscan: RE2 over the events, a pattern at a time (slow: a platform without its wheel)."""
     import numpy as np
     import pyarrow as pa
@@ -188,11 +211,11 @@ def _candidates_re2(index: CatalogueIndex, joined: bytes, starts):
     return np.concatenate(found_events), np.concatenate(found_entries)
 
 
-def entry_hits(index: CatalogueIndex, text: str, entries) -> list[dict]:
+def entry_hits(index: CatalogueIndex, text: str, entries: Iterable[int]) -> list[dict[str, str | int]]:
     """The entries among `entries` (ascending) whose regex matches a line of the event that is no stack frame:
     each with the first such line's index."""
     lines = [(i, line) for i, line in enumerate(text.split("\n")) if not FRAME.match(line)]
-    found = []
+    found: list[dict[str, str | int]] = []
     for entry in entries:
         pattern = python_regex(index.regexes[entry])
         at = next((i for i, line in lines if pattern.search(line)), None)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import InputChanged
 from ..sources.ingest import Manifest, Source
@@ -32,11 +33,18 @@ from .matcher import Matcher
 from .prefilter import Prefilter
 from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, run
 
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+
 __all__ = ["MAX_EVENT_LINES", "EventsResult", "block_offsets", "build_events", "file_line", "plan"]
 
 WARN_LEVELS = tuple(sorted(WARN_WORDS))  # levels kept beside the candidates (unexplained.py reads them)
 SPLIT_BYTES = 128 * 1024 * 1024  # a range per task: Spark's own default for files
 FILES_PER_TASK = 5000  # small files read by one task, at most
+Blocks = dict[int, list[tuple[int, int]]]  # source id -> (range, lines in it) per range, in file order
+# EventsResult.stats: per-source counts by sid and totals by name in one mapping, which its readers index by
+# both kinds of key: Any until it is split in two
+Stats: TypeAlias = dict[Any, Any]
 
 
 @dataclass(frozen=True)
@@ -52,13 +60,13 @@ class Times:
 @dataclass
 class EventsResult:
     path: str  # events Parquet
-    blocks: dict  # sid -> [(block_start, lines)], in file order
+    blocks: Blocks
     # sid -> {"lines", "unparsed", "events"}; totals: "events", "matched" ((event, rule) matches), "measured"
     # (lines), "warned" (WARN+), "catalogued" ((event, entry) hits of the failure catalogue)
-    stats: dict
+    stats: Stats
     times: Times = field(default_factory=Times)
 
-    def table(self, spark):
+    def table(self, spark: SparkSession) -> DataFrame:
         """The events table: what the tasks wrote, with `time` (UTC) parsed from the header's raw time."""
         from pyspark.sql import functions as F
 
@@ -125,7 +133,7 @@ def plan(
 
 
 def build_events(
-    spark,
+    spark: SparkSession,
     manifest: Manifest,
     out_dir: Path,
     prefilter: Prefilter,
@@ -154,10 +162,10 @@ def build_events(
     return EventsResult(str(out), *_part_stats(parts, sources), times)
 
 
-def _part_stats(parts: list, sources) -> tuple[dict, dict]:
+def _part_stats(parts: list[Row], sources: list[Source]) -> tuple[Blocks, Stats]:
     """Lines per range (to number lines), per source its lines, unparsed lines and events, and the totals."""
-    blocks: dict[int, list[tuple[int, int]]] = {}
-    stats: dict = {s.id: {"lines": 0, "unparsed": 0, "events": 0} for s in sources}
+    blocks: Blocks = {}
+    stats: Stats = {s.id: {"lines": 0, "unparsed": 0, "events": 0} for s in sources}
     totals = dict.fromkeys(("events", "matched", "measured", "warned", "catalogued"), 0)
     for row in sorted(parts, key=lambda r: (r["sid"], r["block"])):
         blocks.setdefault(row["sid"], []).append((row["block"], row["lines"]))
@@ -170,7 +178,7 @@ def _part_stats(parts: list, sources) -> tuple[dict, dict]:
     return blocks, stats
 
 
-def block_offsets(blocks: dict) -> dict[tuple[int, int], int]:
+def block_offsets(blocks: Blocks) -> dict[tuple[int, int], int]:
     """Lines in the ranges before each range of a file: turns range-relative line numbers into file ones."""
     offsets = {}
     for sid, spans in blocks.items():
@@ -187,7 +195,7 @@ def file_line(source: Source, offsets: dict[tuple[int, int], int], block: int, r
     return source.file_line(offsets.get((source.id, block), 0) + rel)
 
 
-def _sid_in(ids: list[int]):
+def _sid_in(ids: list[int]) -> Column:
     """`sid IN (ids)` as one SQL expression: Column.isin sends each literal to the JVM on its own, which cost
     7 s for 5,000 sources."""
     from pyspark.sql import functions as F
@@ -196,7 +204,7 @@ def _sid_in(ids: list[int]):
     return F.expr(f"sid IN ({', '.join(map(str, ids))})") if ids else F.lit(False)
 
 
-def _time(times: Times):
+def _time(times: Times) -> Column:
     """The events' time, parsed from the raw `ts` with each source's layout pattern, in UTC."""
     from pyspark.sql import functions as F
 

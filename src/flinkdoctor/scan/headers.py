@@ -16,9 +16,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-from ..knowledge.regexes import parse, python_regex, sre
+from ..knowledge.regexes import Node, parse, python_regex, sre
 from ..sources.layouts import layout_by_id
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
 
 WARN_WORDS = frozenset({"WARN", "WARNING", "ERROR", "FATAL", "SEVERE", "CRITICAL"})
 # a tail that matches any rest of a line: leaving it out of the test changes no answer
@@ -47,7 +53,7 @@ def header_test(layout_id: str) -> HeaderTest:
     return HeaderTest(_first_bytes(layout.header), f"(?m){test}", _re2_accepts(f"(?m){test}"), warn)
 
 
-def flag(test: HeaderTest, lines, regex: str | None = None):
+def flag(test: HeaderTest, lines: pa.Array, regex: str | None = None) -> npt.NDArray[np.bool_]:
     """numpy bool per line of `lines` (a pyarrow string array, each value one line, newline included)."""
     import numpy as np
     import pyarrow as pa
@@ -55,7 +61,8 @@ def flag(test: HeaderTest, lines, regex: str | None = None):
 
     regex = regex or test.regex
     if test.re2:
-        return pc.match_substring_regex(lines, regex).to_numpy(zero_copy_only=False)
+        found: npt.NDArray[np.bool_] = pc.match_substring_regex(lines, regex).to_numpy(zero_copy_only=False)
+        return found
     pattern = python_regex(regex.removeprefix("(?m)"))
     raw = lines.cast(pa.large_binary() if pa.types.is_large_string(lines.type) else pa.binary()).to_pylist()
     return np.array(  # lines read past a part's end are raw bytes: what is not UTF-8 is replaced, not a failure
@@ -70,7 +77,7 @@ def header_fields(layout_id: str, header: str) -> dict[str, str]:
     return {k: v for k, v in hit.groupdict().items() if v} if hit else {}
 
 
-def first_byte_table(test: HeaderTest):
+def first_byte_table(test: HeaderTest) -> npt.NDArray[np.bool_]:
     """A 256-entry bool table: can a header start with this byte."""
     import numpy as np
 
@@ -99,7 +106,7 @@ def _first_bytes(java: str) -> tuple[int, ...] | None:
     return None if found is None else tuple(sorted(found))
 
 
-def _first(items) -> set[int] | None:  # noqa: C901 (one case per node kind)
+def _first(items: list[Node]) -> set[int] | None:  # noqa: C901 (one case per node kind)
     for op, av in items:
         if op is sre.AT:
             continue  # ^
@@ -125,7 +132,7 @@ def _first(items) -> set[int] | None:  # noqa: C901 (one case per node kind)
     return None
 
 
-def _class(items) -> set[int] | None:
+def _class(items: list[Node]) -> set[int] | None:
     """ASCII bytes of a character class; None for a negated class or categories other than digits."""
     out: set[int] = set()
     for op, av in items:

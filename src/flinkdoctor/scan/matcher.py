@@ -22,12 +22,14 @@ events table, took matching a GB of logs from about 19 s to about 2 s (bench/RES
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 from ..knowledge.regexes import python_regex
 from ..knowledge.rulebook import Rule, Signature, required_literals
-from .catalogue import CatalogueIndex, catalogue_index, shipped_index
+from .catalogue import CatalogueIndex, Entries, catalogue_index, shipped_index
 from .prefilter import Prefilter, build_prefilter, signature_numbers
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
@@ -64,8 +66,10 @@ class Fields:
         lines = self.text.split("\n")
         return [(i, line.lstrip()) for i, line in enumerate(lines[1:], 1) if line.strip() and not FRAME.match(line)]
 
-    def get(self, name: str):
-        return getattr(self, name)
+    def get(self, name: str) -> str | None:
+        """A text field by name (text, message, level, logger, thread, kind)."""
+        value: str | None = getattr(self, name)
+        return value
 
 
 @dataclass(frozen=True)
@@ -87,17 +91,17 @@ class _Signature:
             return None
         if self.levels and event.level not in self.levels:
             return None
-        found = {}
+        found: dict[tuple[str, str], re.Match[str]] = {}
         at = 0  # the line of the message's match
         for key, regex in self.regexes:
+            pattern = python_regex(regex)
+            if key == "exception":
+                if not any(pattern.search(e) for e in event.exception):
+                    return None
+                continue
             value = event.get(key)
             if value is None:
                 return None
-            pattern = python_regex(regex)
-            if key == "exception":
-                if not any(pattern.search(e) for e in value):
-                    return None
-                continue
             hit = pattern.search(value)
             if hit is None and key == "message":
                 hit, at = next(((h, i) for i, line in event.message_lines if (h := pattern.search(line))), (None, 0))
@@ -123,10 +127,11 @@ class Matcher:
     metrics: dict[int, tuple[int, str, str]]  # signature number -> (the metric's position, line regex, a literal)
     catalogue: CatalogueIndex | None = None
 
-    def match(self, event: Fields, numbers) -> list[tuple[str, dict[str, str], int]]:
+    def match(self, event: Fields, numbers: Iterable[int]) -> list[tuple[str, dict[str, str], int]]:
         """The rules the event matches, in rule order, each with its first matching signature's captures and
         line; `numbers`: the signatures the prefilter named for it, ascending."""
-        matched, done = [], -1
+        matched: list[tuple[str, dict[str, str], int]] = []
+        done = -1
         for number in numbers:
             signature = self.signatures.get(number)  # None: a metric's signature (analytics read those)
             if signature is None or signature.rule == done:
@@ -142,10 +147,12 @@ class Matcher:
         return min(self.metrics, default=1 << 62)
 
 
-SHIPPED = "shipped"
+SHIPPED: Literal["shipped"] = "shipped"
 
 
-def build_matcher(rules: list[Rule], metric_lines: tuple[str, ...] = (), catalogue=SHIPPED) -> Matcher:
+def build_matcher(
+    rules: list[Rule], metric_lines: tuple[str, ...] = (), catalogue: Entries | Literal["shipped"] | None = SHIPPED
+) -> Matcher:
     """The matcher of `rules` and of the metrics' line regexes, with the prefilter that numbers them (the
     metrics after every rule, so the rules' numbers do not depend on them), and of the failure catalogue (the
     shipped one, another with `entries` of `id` and `regex`, or None)."""

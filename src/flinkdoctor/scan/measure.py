@@ -12,16 +12,26 @@ in the event.
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
 from ..knowledge.regexes import python_regex
+from .prefilter import Positions
 from .re2 import extract, matching, re2_regex, unicode_classes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# the lines one metric's regex matched: (rows, line indexes, metric position, lines, captures)
+Measured = tuple[Positions, Positions, int, "pa.Array", "pa.MapArray"]
 
 # a job id elsewhere in an event (a chk-N path), for a measure whose line names none
 JOB_IN_EVENT = r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b"
 SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())  # what str.rstrip() removes
 
 
-def measures(metrics: dict[int, tuple[int, str, str]], text, found: dict, rows):
+def measures(
+    metrics: dict[int, tuple[int, str, str]], text: pa.Array, found: dict[int, Positions], rows: Positions
+) -> pa.ListArray:
     """Per row of `text` (the kept events), its measures (MEASURES as an Arrow list array). `metrics`: signature
     number -> (metric position, line regex, its longest literal); `found`: signature number -> candidate events;
     `rows`: per event, its row in `text` (-1: not in it)."""
@@ -63,7 +73,7 @@ def measures(metrics: dict[int, tuple[int, str, str]], text, found: dict, rows):
     return pa.ListArray.from_arrays(pa.array(offsets), struct, type=measures_type())
 
 
-def _measured(position: int, regex: str, text, cand):
+def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Measured:
     """(rows, line indexes, position, lines, captures) of the lines of events `cand` that `regex` matches."""
     import numpy as np
     import pyarrow as pa
@@ -88,7 +98,7 @@ def _measured(position: int, regex: str, text, cand):
     return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
 
 
-def _captures(names: list[str], values: list, n: int):
+def _captures(names: list[str], values: list[pa.Array], n: int) -> pa.MapArray:
     """A map<string, string> per matching line: the groups that took part (null: a group that did not)."""
     import numpy as np
     import pyarrow as pa
@@ -124,7 +134,7 @@ def _range(a: int, b: int) -> str:
     return f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}"
 
 
-def _jobs(text, rows):
+def _jobs(text: pa.Array, rows: Positions) -> pa.Array:
     """Per row of `text`, the job id JOB_IN_EVENT finds in it (only `rows` are read; others null)."""
     import numpy as np
     import pyarrow as pa
@@ -139,7 +149,7 @@ def _jobs(text, rows):
     return pa.array(out, pa.string())
 
 
-def measures_type():
+def measures_type() -> pa.ListType:
     import pyarrow as pa
 
     return pa.list_(

@@ -20,7 +20,7 @@ What the rewrite keeps and what it loosens, so that the superset holds on any te
 
 from __future__ import annotations
 
-from ..knowledge.regexes import ATOMIC, POSSESSIVE, parse, sre
+from ..knowledge.regexes import ATOMIC, POSSESSIVE, Node, NodeArg, ParseTree, parse, sre
 
 ANY_NON_ASCII = (0x80, 0x10FFFF)
 DIGIT = frozenset(range(0x30, 0x3A))
@@ -64,7 +64,7 @@ def hyperscan_pattern(java: str, whole_text: bool = False) -> str | None:
     return "".join(_node(op, av, flags) for op, av in items)
 
 
-def _trimmed(items: list, flags: int, leading: bool = True) -> list:
+def _trimmed(items: list[Node], flags: int, leading: bool = True) -> list[Node]:
     """The items without what can match nothing at either end, and the repeats at either end cut to their
     minimum: an event holds a match of the regex only if it holds one of the rest. `leading`: trim the start
     too (not after an anchor that is kept)."""
@@ -80,7 +80,7 @@ def _trimmed(items: list, flags: int, leading: bool = True) -> list:
     return items
 
 
-def _nullable(op, av) -> bool:
+def _nullable(op: object, av: NodeArg) -> bool:
     """Can the node match an empty string."""
     if op in DROPPED:
         return True
@@ -95,7 +95,7 @@ def _nullable(op, av) -> bool:
     return op in (sre.GROUPREF, sre.GROUPREF_EXISTS)
 
 
-def _node(op, av, flags: int) -> str:  # noqa: C901 (one case per node kind)
+def _node(op: object, av: NodeArg, flags: int) -> str:  # noqa: C901 (one case per node kind)
     if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY):
         ascii_, others = _chars(op, av, flags)
         one = _set(ascii_, others)
@@ -122,12 +122,12 @@ def _node(op, av, flags: int) -> str:  # noqa: C901 (one case per node kind)
     raise Unsupported(f"regex construct {op}")
 
 
-def _group(body, flags: int) -> str:
+def _group(body: ParseTree, flags: int) -> str:
     inner = "".join(_node(o, a, flags) for o, a in body)
     return f"(?:{inner})"
 
 
-def _chars(op, av, flags: int) -> tuple[set[int], list[tuple[int, int]]]:
+def _chars(op: object, av: NodeArg, flags: int) -> tuple[set[int], list[tuple[int, int]]]:
     """The characters a one-character node matches: exactly its ASCII ones, and ranges of others that hold
     every non-ASCII one it can match."""
     fold = bool(flags & sre.SRE_FLAG_IGNORECASE)

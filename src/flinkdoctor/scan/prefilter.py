@@ -18,11 +18,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..knowledge.rulebook import Rule, Signature
 from ..runtime.userstate import cached, store
 from .patterns import hyperscan_pattern
+
+if TYPE_CHECKING:
+    import hyperscan
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
+
+Bytes: TypeAlias = "npt.NDArray[np.uint8]"  # a part's bytes
+Positions: TypeAlias = "npt.NDArray[np.int64]"  # byte offsets or event numbers, ascending
 
 # the words a header's level can be at WARN or above (headers.WARN_WORDS), in both cases: found in the same pass
 LEVEL_WORDS = ("CRITICAL", "ERROR", "FATAL", "SEVERE", "WARN", "WARNING")
@@ -73,14 +82,14 @@ class Hits:
     and the events whose first line holds a level word."""
 
     events: int
-    by_pattern: dict[int, Any]
-    level_words: Any
+    by_pattern: dict[int, Positions]
+    level_words: Positions
 
-    def signature_events(self, pattern_ids: tuple[int, ...]):
+    def signature_events(self, pattern_ids: tuple[int, ...]) -> Positions:
         """The events holding every one of the patterns."""
         import numpy as np
 
-        found = None
+        found: Positions | None = None
         for pattern in pattern_ids:
             events = self.by_pattern.get(pattern)
             if events is None:
@@ -89,7 +98,7 @@ class Hits:
         return found if found is not None else np.zeros(0, dtype=np.int64)
 
 
-def scan(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
+def scan(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_end: Positions) -> Hits:
     """One Hyperscan pass over the events: byte spans of the numpy uint8 `data` starting at `begin` (in order,
     back to back, the last to the end of `data`); `first_line_end`: where each event's first line ends."""
     import numpy as np
@@ -105,11 +114,11 @@ def scan(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
     ids: list[int] = []
     ends: list[int] = []
 
-    def on_match(pattern_id, start, stop, flags, context):
+    def on_match(pattern_id: int, start: int, stop: int, flags: int, context: object) -> None:
         ids.append(pattern_id)
         ends.append(stop)
 
-    compiled.scan(memoryview(data)[base:], match_event_handler=on_match)
+    compiled.scan(data.data[base:], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
     if not ids:
         return Hits(n, {}, none)
     which = np.array(ids, dtype=np.int64)
@@ -120,7 +129,7 @@ def scan(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
     return _hits(n, which[~words], event[~words], level_words)
 
 
-def _hits(n: int, which, event, level_words) -> Hits:
+def _hits(n: int, which: Positions, event: Positions, level_words: Positions) -> Hits:
     """Hits of the (pattern, event) pairs found, each pair counted once."""
     import numpy as np
 
@@ -134,14 +143,16 @@ def _hits(n: int, which, event, level_words) -> Hits:
     return Hits(n, by_pattern, level_words)
 
 
-def _scan_re2(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
+def _scan_re2(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_end: Positions) -> Hits:
     """The same pass without Hyperscan (a platform without its wheel): RE2, which reads the same pattern syntax,
     over the events as an Arrow array, one pattern at a time (slower by the number of patterns)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def spans(ends):  # back-to-back spans from `begin`, as strings over `data` (no copy)
+    def spans(
+        ends: Positions,
+    ) -> pa.LargeStringArray:  # back-to-back spans from `begin`, as strings over `data` (no copy)
         offsets = np.append(begin, ends[-1]).astype(np.int64)
         return pa.LargeStringArray.from_buffers(len(begin), pa.py_buffer(offsets), pa.py_buffer(data))
 
@@ -149,10 +160,11 @@ def _scan_re2(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
     first_lines = pa.array(
         [bytes(data[a:b]).decode("utf-8", "replace") for a, b in zip(begin, first_line_end, strict=True)]
     )
-    words = set()
+    words: set[int] = set()
     for word in prefilter.words:
         words.update(np.flatnonzero(pc.match_substring(first_lines, word).to_numpy(zero_copy_only=False)).tolist())
-    which, event = [], []
+    which: list[Positions] = []
+    event: list[Positions] = []
     for number, pattern in enumerate(prefilter.patterns[len(prefilter.words) :], start=len(prefilter.words)):
         hit = np.flatnonzero(pc.match_substring_regex(events, pattern).to_numpy(zero_copy_only=False))
         which.append(np.full(len(hit), number, dtype=np.int64))
@@ -161,13 +173,13 @@ def _scan_re2(prefilter: Prefilter, data, begin, first_line_end) -> Hits:
     return _hits(len(begin), np.concatenate([empty, *which]), np.concatenate([empty, *event]), np.array(sorted(words)))
 
 
-def database(prefilter: Prefilter):
+def database(prefilter: Prefilter) -> hyperscan.Database | None:
     """The prefilter's database in this process (None without Hyperscan)."""
     return _loaded(prefilter.patterns, prefilter.compiled)
 
 
 @lru_cache(maxsize=4)
-def _loaded(patterns: tuple[str, ...], compiled: bytes | None):
+def _loaded(patterns: tuple[str, ...], compiled: bytes | None) -> hyperscan.Database | None:
     """Loaded from the bytes the driver compiled (once per worker process), else compiled here (a worker on
     another platform, or a prefilter built without them)."""
     if compiled is not None:
@@ -194,18 +206,24 @@ def serialized(patterns: tuple[str, ...], name: str = "hyperscan-rules") -> byte
     found = cached(name, key)
     if isinstance(found, bytes):
         return found
-    compiled = hyperscan.dumpb(compile_patterns(patterns))
+    compiled = hyperscan.dumpb(_compile_all(patterns))
     store(name, key, compiled)
     return compiled
 
 
-def compile_patterns(patterns: tuple[str, ...]):
+def compile_patterns(patterns: tuple[str, ...]) -> hyperscan.Database | None:
     """The patterns compiled for Hyperscan's block mode (None without Hyperscan). A pattern Hyperscan cannot
     compile exactly is compiled in its prefilter mode (a superset of its matches, which is all the pass needs)."""
     try:
-        import hyperscan
+        import hyperscan  # noqa: F401 (only whether it is there)
     except ImportError:
         return None
+    return _compile_all(patterns)
+
+
+def _compile_all(patterns: tuple[str, ...]) -> hyperscan.Database:
+    import hyperscan
+
     exact = hyperscan.HS_FLAG_UTF8
     flags = [exact] * len(patterns)
     try:
@@ -219,7 +237,7 @@ def compile_patterns(patterns: tuple[str, ...]):
         return _compiled(patterns, flags)
 
 
-def _compiled(patterns: tuple[str, ...], flags: list[int]):
+def _compiled(patterns: tuple[str, ...], flags: list[int]) -> hyperscan.Database:
     import hyperscan
 
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)

@@ -16,10 +16,18 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..knowledge.regexes import parse, sre
+from ..knowledge.regexes import NodeArg, parse, sre
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
 
 CLASSES_FILE = "knowledge/unicode_classes.json"  # the classes for one Unicode version (write_classes)
 MAX_REPEAT = 1000  # RE2's bound on a counted repeat
@@ -47,7 +55,7 @@ def re2_regex(java: str, ascii_only: bool = False) -> str | None:
     return ASCII_CLASS.sub(_ascii_part, text) if ascii_only else text
 
 
-def extract(values, java: str, ascii_only_regex: str | None = None, regex: str | None = None):
+def extract(values: pa.Array, java: str, ascii_only_regex: str | None = None, regex: str | None = None) -> pa.Array:
     """pyarrow.compute.extract_regex of the regex (re2_regex, which must not be None) over `values`: its ASCII
     rows with the regex's ASCII form, the others with the whole one."""
     import numpy as np
@@ -72,7 +80,7 @@ def extract(values, java: str, ascii_only_regex: str | None = None, regex: str |
     return both.take(pa.array(back))
 
 
-def matching(values, java: str):
+def matching(values: pa.Array, java: str) -> npt.NDArray[np.intp]:
     """The positions (numpy) of the rows of `values` the regex (re2_regex, not None) finds a match in: its ASCII
     rows by the regex's ASCII form, the others by the whole one."""
     import numpy as np
@@ -93,7 +101,7 @@ ASCII_CLASS = re.compile(r"\[(\^?)((?:[^\]\\]|\\x\{[0-9a-f]+\})(?:-(?:[^\]\\]|\\
 ITEM = re.compile(r"([^\\]|\\x\{([0-9a-f]+)\})(?:-([^\\]|\\x\{([0-9a-f]+)\}))?")
 
 
-def _ascii_part(found: re.Match) -> str:
+def _ascii_part(found: re.Match[str]) -> str:
     kept = []
     for item in ITEM.finditer(found.group(0)[1 + len(found.group(1)) : -1]):
         low = int(item.group(2), 16) if item.group(2) else ord(item.group(1))
@@ -109,7 +117,7 @@ def _ascii_part(found: re.Match) -> str:
     return f"[{found.group(1)}{''.join(kept)}]"
 
 
-def _node(op, av, flags: int, names: dict[int, str]) -> str:  # noqa: C901 (one case per node kind)
+def _node(op: object, av: NodeArg, flags: int, names: dict[int, str]) -> str:  # noqa: C901 (one case per node kind)
     fold = bool(flags & sre.SRE_FLAG_IGNORECASE)
     if op is sre.LITERAL:
         return _class(_literal(av, fold), False)
@@ -154,7 +162,7 @@ def _node(op, av, flags: int, names: dict[int, str]) -> str:  # noqa: C901 (one 
     raise Inexact(f"regex construct {op}")  # look-around, back reference, possessive, atomic, conditional
 
 
-def _anchor(at, flags: int) -> str:
+def _anchor(at: object, flags: int) -> str:
     multiline = bool(flags & sre.SRE_FLAG_MULTILINE)
     if at is sre.AT_BEGINNING:
         return "(?m:^)" if multiline else "\\A"
@@ -191,7 +199,7 @@ def _folded() -> frozenset[int]:
     return frozenset(c for codes in FOLDS.values() for c in codes)
 
 
-def _category(category) -> list[tuple[int, int]]:
+def _category(category: object) -> list[tuple[int, int]]:
     classes = unicode_classes()
     for name, negated in (("digit", sre.CATEGORY_NOT_DIGIT), ("space", sre.CATEGORY_NOT_SPACE)):
         if category is negated:
@@ -247,7 +255,11 @@ def unicode_classes() -> dict[str, list[tuple[int, int]]]:
 
 def compute_classes() -> dict[str, list[tuple[int, int]]]:
     """The classes from the str methods Python's `re` uses for them (tests/test_re2.py checks they agree)."""
-    tests = {"digit": str.isdecimal, "space": str.isspace, "word": lambda c: c.isalnum() or c == "_"}
+    tests: dict[str, Callable[[str], bool]] = {
+        "digit": str.isdecimal,
+        "space": str.isspace,
+        "word": lambda c: c.isalnum() or c == "_",
+    }
     out: dict[str, list[tuple[int, int]]] = {}
     for name, test in tests.items():
         ranges: list[tuple[int, int]] = []
@@ -261,7 +273,7 @@ def compute_classes() -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def write_classes(path) -> None:
+def write_classes(path: str | Path) -> None:
     """Write CLASSES_FILE for the running Python (python -c 'from flinkdoctor.scan.re2 import write_classes;
     write_classes("src/flinkdoctor/knowledge/unicode_classes.json")')."""
     data = {"unidata_version": unicodedata.unidata_version, **compute_classes()}

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..errors import InputChanged
 from ..safety.masking import TRIGGER_RE2, mask
@@ -35,8 +35,18 @@ from .catalogue import candidates, entry_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
-from .prefilter import Prefilter, scan
+from .prefilter import Bytes, Positions, Prefilter, scan
 from .re2 import extract, re2_regex
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per line or event
+Blob: TypeAlias = "pa.Buffer | bytes | memoryview"  # bytes read from a part's file
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
 EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
@@ -91,14 +101,18 @@ class PartStats:
 
 
 def run(
-    batches: Iterator, plan: list[list[Part]], prefilter: Prefilter, out_dir: str, matcher: Matcher | None = None
-) -> Iterator:
+    batches: Iterator[pa.RecordBatch],
+    plan: list[list[Part]],
+    prefilter: Prefilter,
+    out_dir: str,
+    matcher: Matcher | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts. The
     task writes their events to one Parquet file of its own under `out_dir`, and hands Spark only the parts'
     stats, one batch per task (a task may read thousands of small files). No event text crosses to the JVM."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
-            stats = []
+            stats: list[PartStats] = []
             with _no_cycle_collection(), _EventsFile(out_dir, task) as written:
                 for part in plan[task]:
                     for out in scan_part(part, prefilter, matcher):
@@ -110,7 +124,7 @@ def run(
 
 
 @contextmanager
-def _no_cycle_collection():
+def _no_cycle_collection() -> Iterator[None]:
     """Python's cycle collector off while a task scans: the matches' small lists and dicts hold no cycles, and
     its passes over them cost 4 % of the scan. Back on (when it was) before Spark gets the task's stats."""
     enabled = gc.isenabled()
@@ -132,11 +146,11 @@ class _EventsFile:
         self.filesystem, directory = _filesystem(out_dir)
         self.final = f"{directory}/part-{task:05d}.parquet"
         self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
-        self.writer: Any = None
-        self.pending: list = []
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[pa.RecordBatch] = []
         self.pending_bytes = 0
 
-    def write(self, batch) -> None:
+    def write(self, batch: pa.RecordBatch) -> None:
         if not batch.num_rows:
             return
         self.pending.append(batch)
@@ -156,10 +170,10 @@ class _EventsFile:
         self.writer.write_table(table, row_group_size=len(table))
         self.pending, self.pending_bytes = [], 0
 
-    def __enter__(self):
+    def __enter__(self) -> _EventsFile:
         return self
 
-    def __exit__(self, failed, *_):
+    def __exit__(self, failed: type[BaseException] | None, *_: object) -> Literal[False]:
         if failed is None:
             self._flush()
         if self.writer is not None:
@@ -169,7 +183,7 @@ class _EventsFile:
         return False
 
 
-def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator:
+def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator[pa.RecordBatch | PartStats]:
     """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats."""
     import numpy as np
 
@@ -206,7 +220,7 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
 class _Events:
     """The events whose header starts in the part: their lines, byte spans and kept rows."""
 
-    def __init__(self, part: Part, data, starts, owned, piece, crlf: bool):
+    def __init__(self, part: Part, data: Bytes, starts: Positions, owned: Flags, piece: Flags, crlf: bool):
         import numpy as np
 
         self.part, self.data, self.piece, self.crlf = part, data, piece, crlf
@@ -233,7 +247,7 @@ class _Events:
             return 0
         return int(self.rel[self.last[0]])
 
-    def kept(self, prefilter: Prefilter, matcher: Matcher | None) -> Iterator:
+    def kept(self, prefilter: Prefilter, matcher: Matcher | None) -> Iterator[pa.RecordBatch]:
         """Events some signature could match, and events at WARN level or above, with their text."""
         import numpy as np
 
@@ -267,7 +281,7 @@ class _Events:
             rows[part] = np.arange(len(part))
             yield self._batch(part, begin, end, found, rows, matcher, entries, repeats)
 
-    def _warned_groups(self, events) -> dict[int, int]:
+    def _warned_groups(self, events: Positions) -> dict[int, int]:
         """Events at WARN level or above that no signature, metric or catalogue entry can match, reduced: per
         logger, message and level, the first and the last event are kept, the first standing for every one
         before the last (`repeats`, which unexplained.py sums). The others' text is never cut, only their
@@ -298,7 +312,7 @@ class _Events:
         kept.update({int(events[b]): 1 for b, n in zip(last, count, strict=True) if n > 1})
         return kept
 
-    def _catalogue_candidates(self, matcher: Matcher | None, warn, capped) -> dict[int, list[int]]:
+    def _catalogue_candidates(self, matcher: Matcher | None, warn: Flags, capped: Positions) -> dict[int, list[int]]:
         """Per event that can be failure evidence (at WARN level or above, of more than one line, without a header,
         or in an untimed paste), the catalogue entries whose patterns its bytes hold (catalogue.py)."""
         import numpy as np
@@ -317,7 +331,7 @@ class _Events:
             found.setdefault(event, []).append(entry)
         return {event: sorted(set(numbers)) for event, numbers in found.items()}
 
-    def _lines_but_frames(self, events, capped):
+    def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
         is matched on a line that is no frame (catalogue.entry_hits), and frames are most of a trace's bytes."""
         import numpy as np
@@ -333,7 +347,17 @@ class _Events:
             frame &= self.data[np.minimum(at + offset, top)] == byte
         return lines[~frame], owner[~frame]
 
-    def _batch(self, keep, begin, end, found, rows, matcher: Matcher | None, entries: dict, repeats: dict):
+    def _batch(
+        self,
+        keep: Positions,
+        begin: Positions,
+        end: Positions,
+        found: dict[int, Positions],
+        rows: Positions,
+        matcher: Matcher | None,
+        entries: dict[int, list[int]],
+        repeats: dict[int, int],
+    ) -> pa.RecordBatch:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -381,13 +405,21 @@ class _Events:
         return batch.filter(needed)  # a candidate nothing matched is not kept
 
 
-def _entry_hits(matcher: Matcher | None, text, keep, entries: dict[int, list[int]], level, headerless, part: Part):
+def _entry_hits(
+    matcher: Matcher | None,
+    text: pa.Array,
+    keep: Positions,
+    entries: dict[int, list[int]],
+    level: pa.Array,
+    headerless: Flags,
+    part: Part,
+) -> pa.ListArray:
     """Per row, the catalogue entries it matches on a line that is no stack frame (entry id, line index), when
     the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
     holding an exception or a stack frame (catalogue.py). Python's `re` on the candidates only."""
     import pyarrow as pa
 
-    out: list = [[] for _ in range(len(keep))]
+    out: list[list[dict[str, str | int]]] = [[] for _ in range(len(keep))]
     index = matcher.catalogue if matcher is not None else None
     if index is None or not entries:
         return pa.array(out, type=_entries_type())
@@ -402,13 +434,13 @@ def _entry_hits(matcher: Matcher | None, text, keep, entries: dict[int, list[int
     return pa.array(out, type=_entries_type())
 
 
-def _entries_type():
+def _entries_type() -> pa.ListType:
     import pyarrow as pa
 
     return pa.list_(pa.struct([("entry", pa.string()), ("idx", pa.int32())]))
 
 
-def _signature_lists(found: dict, rows, n: int):
+def _signature_lists(found: dict[int, Positions], rows: Positions, n: int) -> pa.ListArray:
     """Per kept event (its row), the signatures it is a candidate of, ascending, as a list<int32> array.
     `found`: per signature, its candidate events; `rows`: per event, its row (-1: not in this batch)."""
     import numpy as np
@@ -427,14 +459,16 @@ def _signature_lists(found: dict, rows, n: int):
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(sig[order], type=pa.int32()))
 
 
-def _read(handle, part: Part, lo: int):
+def _read(handle: pa.NativeFile, part: Part, lo: int) -> Blob:
     """The bytes from `lo` to the end of the part's last event: past the part's end, up to the next line that
     starts an event (a header, or a piece), or the end of the file. One read when the event ends within EXTEND
     bytes; else more, doubling."""
     end = part.end - lo
     if part.layout == "none":
-        return handle.read_at(end, lo)
-    blob, step = handle.read_at(min(part.end + EXTEND, part.size) - lo, lo), EXTEND
+        whole: Blob = handle.read_at(end, lo)
+        return whole
+    blob: Blob = handle.read_at(min(part.end + EXTEND, part.size) - lo, lo)
+    step = EXTEND
     while True:
         complete = lo + len(blob) >= part.size
         stop = _next_event(part, blob, end, complete)
@@ -447,7 +481,7 @@ def _read(handle, part: Part, lo: int):
         blob = bytes(blob) + bytes(more)
 
 
-def _next_event(part: Part, blob, end: int, complete: bool) -> int | None:
+def _next_event(part: Part, blob: Blob, end: int, complete: bool) -> int | None:
     """The offset in `blob` of the first line at or after `end` that starts an event; len(blob) when `complete`
     (the file's end) shows none; None when the lines read so far show none."""
     import numpy as np
@@ -472,7 +506,7 @@ def _next_event(part: Part, blob, end: int, complete: bool) -> int | None:
     return len(data) if complete else None
 
 
-def _line_starts(data, chunk: int = 1 << 20):
+def _line_starts(data: Bytes, chunk: int = 1 << 20) -> tuple[Positions, bool]:
     """(the offsets just after each newline, whether any carriage return is in `data`), a chunk at a time: a
     comparison over the whole would write a temporary as large as the part."""
     import numpy as np
@@ -485,7 +519,7 @@ def _line_starts(data, chunk: int = 1 << 20):
     return np.concatenate(found), crlf
 
 
-def _valid_utf8(data, starts):
+def _valid_utf8(data: Bytes, starts: Positions) -> tuple[Bytes, Positions]:
     """(data, starts) with the bytes from the first line on as valid UTF-8: a sequence that is not UTF-8 (a message
     in GBK, Shift-JIS or Latin-1, a cut character) becomes U+FFFD, so its text is shown, never dropped, and no
     step that turns the Arrow text into Python strings fails on it. Only data that holds such bytes is copied.
@@ -504,7 +538,7 @@ def _valid_utf8(data, starts):
     return fixed, np.concatenate([[0], after_newline[after_newline < len(fixed)]]).astype(np.int64)
 
 
-def _lines_array(data, starts):
+def _lines_array(data: Bytes, starts: Positions) -> pa.LargeStringArray:
     """The lines as a pyarrow string array over `data` (no copy); each value keeps its newline."""
     import numpy as np
     import pyarrow as pa
@@ -513,7 +547,7 @@ def _lines_array(data, starts):
     return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
-def _spans(data, begin, end):
+def _spans(data: Bytes | pa.Buffer, begin: Positions, end: Positions) -> pa.StringArray:
     """The byte spans [begin, end) of `data` as a pyarrow string array (one copy)."""
     import numpy as np
     import pyarrow as pa
@@ -524,7 +558,7 @@ def _spans(data, begin, end):
     return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())
 
 
-def _stats(stats: list[PartStats]):
+def _stats(stats: list[PartStats]) -> pa.RecordBatch:
     """The parts' stats as one batch (OUTPUT_SCHEMA)."""
     import pyarrow as pa
 
@@ -538,7 +572,7 @@ def _stats(stats: list[PartStats]):
     )
 
 
-def _schema():
+def _schema() -> pa.Schema:
     """STORED_SCHEMA as Arrow."""
     import pyarrow as pa
 
@@ -561,7 +595,7 @@ def _schema():
     )
 
 
-def _masked(text):
+def _masked(text: pa.Array) -> pa.Array:
     """The texts with their secrets masked: the masks run only where RE2 finds a word one of them needs."""
     import numpy as np
     import pyarrow as pa
@@ -579,7 +613,7 @@ def _masked(text):
 HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
-def _header_fields(part: Part, text, headerless) -> dict:
+def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
     """Per event, its header's fields by the layout's regex (none for an event without a header), the message
     the header's own when the layout names none, the level in upper case, the layout's fixed logger: Arrow
     arrays, taken by RE2 over all the events' first lines at once (re2.py; Python's `re` per event only for a
@@ -590,7 +624,9 @@ def _header_fields(part: Part, text, headerless) -> dict:
 
     heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
     n = len(heads)
-    columns: dict = {name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER}
+    columns: dict[str, pa.Array] = {
+        name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
+    }
     columns["message"] = heads
     if part.layout == "none" or not n:
         return columns
@@ -603,7 +639,7 @@ def _header_fields(part: Part, text, headerless) -> dict:
     has_header = pa.array(~np.asarray(headerless, dtype=bool))
     none = pa.scalar(None, pa.string())
 
-    def field(name: str):  # the group's value where it is not empty and the event has a header
+    def field(name: str) -> pa.Array:  # the group's value where it is not empty and the event has a header
         if name == "msg":
             return _rest(heads, found.field(PREFIX))
         if name not in names:
@@ -643,7 +679,7 @@ def _header_prefix(header: str) -> str | None:
     return prefix if re2_regex(prefix) is not None else None
 
 
-def _rest(heads, prefix):
+def _rest(heads: pa.Array, prefix: pa.Array) -> pa.Array:
     """The rest of each line after its prefix (null where the prefix did not match)."""
     import numpy as np
     import pyarrow as pa
@@ -657,12 +693,12 @@ def _rest(heads, prefix):
     return pc.if_else(prefix.is_valid(), rest, pa.scalar(None, pa.string()))
 
 
-def _header_fields_python(part: Part, heads, headerless) -> dict:
+def _header_fields_python(part: Part, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
     """_header_fields by Python's `re`, per event."""
     import pyarrow as pa
 
     values = heads.to_pylist()
-    columns: dict[str, list] = {name: [None] * len(values) for name in HEADER}
+    columns: dict[str, list[str | float | None]] = {name: [None] * len(values) for name in HEADER}
     columns["message"] = list(values)
     fixed = layout_by_id(part.layout).fixed_logger
     for i, head in enumerate(values):
@@ -688,13 +724,21 @@ def _float(value: str | None) -> float | None:
         return None
 
 
-def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict, found: dict, rows):
+def _matches(
+    matcher: Matcher | None,
+    part: Part,
+    text: pa.Array,
+    sigs: pa.ListArray,
+    fields: dict[str, pa.Array],
+    found: dict[int, Positions],
+    rows: Positions,
+) -> tuple[pa.ListArray, pa.ListArray]:
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
     metrics' measures of its lines (measure.py, in bulk)."""
     import numpy as np
     import pyarrow as pa
 
-    matches: list = [[] for _ in range(len(text))]
+    matches: list[list[dict[str, object]]] = [[] for _ in range(len(text))]
     if matcher is None:
         return pa.array(matches, type=_matches_type()), pa.array(matches, type=measures_type())
     first_metric = matcher.first_metric
@@ -721,7 +765,7 @@ def _matches(matcher: Matcher | None, part: Part, text, sigs, fields: dict, foun
     return pa.array(matches, type=_matches_type()), measures(matcher.metrics, text, found, rows)
 
 
-def _matches_type():
+def _matches_type() -> pa.ListType:
     import pyarrow as pa
 
     return pa.list_(
@@ -729,7 +773,7 @@ def _matches_type():
     )
 
 
-def _open_unchanged(part: Part):
+def _open_unchanged(part: Part) -> pa.NativeFile:
     """The part's file, as long as it is still the file that was ingested: gone or cut shorter since (a log
     rotated or truncated under a bundle read in place) is InputChanged, never a partial count. A file that grew
     (a live log) is read as it was."""
@@ -746,16 +790,17 @@ def _open_unchanged(part: Part):
     return handle
 
 
-def _open(path: str):
+def _open(path: str) -> pa.NativeFile:
     """The file through pyarrow's file systems: a local path, or a URI (hdfs://, s3://) on a cluster."""
     filesystem, inner = _filesystem(path)
     return filesystem.open_input_file(inner)
 
 
-def _filesystem(path: str):
+def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """(pyarrow file system, path in it) for a local path or a URI."""
     from pyarrow import fs
 
     if "://" in path:
-        return fs.FileSystem.from_uri(path)
+        filesystem, inner = fs.FileSystem.from_uri(path)
+        return filesystem, inner
     return fs.LocalFileSystem(), path

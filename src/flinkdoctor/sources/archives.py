@@ -13,6 +13,7 @@ import shutil
 import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from ..errors import InputError, is_disk_full
 
@@ -107,7 +108,7 @@ def _untar(path: Path, target: Path, display: str, budget: Budget) -> None:
                     _copy(source, target / member.name, display, budget)
 
 
-def _copy(source, destination: Path, display: str, budget: Budget) -> None:
+def _copy(source: IO[bytes], destination: Path, display: str, budget: Budget) -> None:
     """Stream one member, charging every byte written (headers can understate a member's size)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     with open(destination, "xb") as out:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from ..jsondata import JSON, JSONObject
+
 HEAD_BYTES = 256 * 1024
 MAX_JSON_BYTES = 64 * 1024 * 1024
 CONFIG_NAMES = ("flink-conf.yaml", "config.yaml")
@@ -75,7 +77,7 @@ NAME_HINTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def structured(path: Path, name: str, head: bytes, compressed: bool):
+def structured(path: Path, name: str, head: bytes, compressed: bool) -> tuple[str, JSON, int] | None:
     """(kind, document, lines) for REST JSON and Flink configuration files, else None."""
     stripped = head.lstrip()
     if name.endswith(".json") or stripped[:1] in (b"{", b"["):
@@ -108,9 +110,9 @@ def _count_lines(data: bytes) -> int:
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
 
 
-def _flat_config(text: str) -> dict:
+def _flat_config(text: str) -> dict[str, str]:
     """Flink's own flat 'key: value' reader, for flink-conf.yaml files that are not valid YAML."""
-    config = {}
+    config: dict[str, str] = {}
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
         if ":" in line:
@@ -119,9 +121,9 @@ def _flat_config(text: str) -> dict:
     return config
 
 
-def flatten_config(document: dict, prefix: str = "") -> dict:
+def flatten_config(document: JSONObject, prefix: str = "") -> JSONObject:
     """Nested YAML (Flink 2.x config.yaml) as the flat dotted keys of flink-conf.yaml."""
-    flat = {}
+    flat: JSONObject = {}
     for key, value in document.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):

@@ -14,9 +14,10 @@ import re
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import InputError, is_disk_full
+from ..jsondata import JSONObject
 from ..runtime.workdir import fresh_folder, remove
 from . import yarn
 from .archives import Budget, is_archive, unpack
@@ -57,7 +58,7 @@ class Source:
     document: object = field(default=None, repr=False)  # parsed JSON / config, for the analyzers
     line_map: LineMap | None = field(default=None, repr=False)  # staged line -> line of `path` (shapes.py)
 
-    def summary(self) -> dict:
+    def summary(self) -> JSONObject:
         data = asdict(self)
         data.pop("document")
         data.pop("line_map")
@@ -70,12 +71,21 @@ class Source:
         return self.line_offset + (self.line_map.original(staged_line) if self.line_map else staged_line)
 
 
+class _Place(TypedDict):
+    """Where a source's lines come from beyond its file (a YARN part's container and offset): Source fields."""
+
+    host: str | None
+    container: str | None
+    log_type: str | None
+    line_offset: int
+
+
 @dataclass(frozen=True)
 class Manifest:
     sources: tuple[Source, ...]
     work_dir: Path
     bundle_year: int | None
-    skipped: tuple[dict, ...] = ()
+    skipped: tuple[dict[str, str], ...] = ()  # {path, reason} of each input left out
 
     @property
     def text_sources(self) -> list[Source]:
@@ -90,7 +100,7 @@ class _Walker:
         self.unpacked = fresh_folder(work_dir / "unpacked")
         self.budget = Budget(max_unpacked, work_dir)
         self.sources: list[Source] = []
-        self.skipped: list[dict] = []
+        self.skipped: list[dict[str, str]] = []
         self.years: list[int] = []
         self.archives = 0
 
@@ -184,15 +194,15 @@ class _Walker:
         display: str,
         head: bytes,
         compressed: bool = False,
-        host=None,
-        container=None,
-        line_offset=0,
-        shown_path=None,
-        logtype=None,
+        host: str | None = None,
+        container: str | None = None,
+        line_offset: int = 0,
+        shown_path: str | None = None,
+        logtype: str | None = None,
     ) -> None:
         sid, shown = len(self.sources), shown_path or display
         host = host or host_from_path(display)
-        place = {"host": host, "container": container, "log_type": logtype, "line_offset": line_offset}
+        place: _Place = {"host": host, "container": container, "log_type": logtype, "line_offset": line_offset}
         size = path.stat().st_size
         name = (logtype or PurePosixPath(display).name).lower()
         found = structured(path, name, head, compressed)

@@ -18,11 +18,13 @@ from collections.abc import Iterator
 
 import yaml
 
+from ..jsondata import JSONObject
+
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # a resource is small; a longer file is read as text
 CLASS = re.compile(r"^(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*$")
 
 
-def is_resource(lines: list[str], detect: re.Pattern) -> bool:
+def is_resource(lines: list[str], detect: re.Pattern[str]) -> bool:
     """A head that is a Kubernetes resource in YAML: its `apiVersion:` and `kind:` at the top level."""
     keys = {m.group(1) for line in lines if (m := detect.match(line))}
     return {"apiVersion", "kind"} <= keys
@@ -45,7 +47,9 @@ def resource_lines(numbered: list[tuple[int, str]], exception: dict[str, str]) -
     return iter(out)
 
 
-def _walk(node, path: str, numbers: list[int], exception: dict[str, str], out: list) -> None:
+def _walk(
+    node: yaml.Node, path: str, numbers: list[int], exception: dict[str, str], out: list[tuple[int, str]]
+) -> None:
     number = numbers[min(node.start_mark.line, len(numbers) - 1)]
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -86,7 +90,7 @@ def _trace(value: str, fields: dict[str, str]) -> list[str]:
     return lines
 
 
-def _thrown(found: dict, fields: dict[str, str]) -> list[str]:
+def _thrown(found: JSONObject, fields: dict[str, str]) -> list[str]:
     message = found.get(fields["message"])
     if message is None:
         return [str(found[fields["class"]])]

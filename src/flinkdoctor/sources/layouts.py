@@ -39,7 +39,7 @@ class Layout:
     detect: bool = True  # offered to layout detection (False: only set by flinkdoctor itself)
 
     @property
-    def python_regex(self) -> re.Pattern:
+    def python_regex(self) -> re.Pattern[str]:
         return python_regex(self.header)
 
     def group_index(self, name: str) -> int:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from ..jsondata import JSON
+
 MESSAGE_KEYS = ("stacktrace", "root-exception", "exception", "failure_message")
 TIME_KEYS = ("timestamp", "failure_timestamp", "trigger_timestamp")
 
@@ -19,14 +21,14 @@ TIME_KEYS = ("timestamp", "failure_timestamp", "trigger_timestamp")
 REST_FAILURE_KEYS = ("root-exception", "exceptionHistory", "all-exceptions", "history")
 
 
-def rest_events(document) -> list[tuple[int | None, str]]:
+def rest_events(document: JSON) -> list[tuple[int | None, str]]:
     """(epoch ms or None, text) for every exception and checkpoint failure in a REST JSON document."""
     if not (isinstance(document, dict) and any(key in document for key in REST_FAILURE_KEYS)):
         return []
     found: list[tuple[int | None, str]] = []
-    seen = set()
+    seen: set[tuple[JSON, JSON]] = set()
 
-    def walk(node):
+    def walk(node: JSON) -> None:
         if isinstance(node, dict):
             text = next((node[k] for k in MESSAGE_KEYS if isinstance(node.get(k), str) and node[k].strip()), None)
             if text:

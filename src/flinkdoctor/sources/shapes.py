@@ -19,7 +19,7 @@ import json
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RuleError
+from ..jsondata import JSONObject
 from ..knowledge.regexes import checked
 from ..knowledge.validation import read_yaml, schema, schema_problems
 from .kubernetes import is_resource, resource_lines
@@ -44,7 +45,6 @@ MAIL_WIDTH = (70, 80)  # the widths mail clients and list archives wrap plain te
 RECORD_LAYOUT, UNTIMED_RECORD_LAYOUT = "shape-record", "shape-record-untimed"
 TRACE_LINE = re.compile(r"^(?:\s*at [\w$.<>/\[\]-]+\(|Caused by: |Suppressed: |\s*\.\.\. \d+ more)")
 EXCEPTION_HEAD = re.compile(r"^[a-z][\w$]*(?:\.[\w$]+)*\.[\w$]*(?:Exception|Error|Throwable)\b")  # java.lang.Error too
-INDENT = re.compile(r"^[ \t]*")
 # kubectl describe's event table: its header row, and a row (the event's type first)
 EVENT_TABLE = re.compile(r"^[ \t]+Type[ \t]+Reason[ \t]+Age[ \t]+From[ \t]+Message[ \t]*$")
 EVENT_ROW = re.compile(r"^[ \t]+(?:Warning|Normal)[ \t]{2,}\S")
@@ -65,8 +65,8 @@ PIECE = "\x00"  # staging.PIECE, as text: a row that continues an over-long line
 @dataclass(frozen=True)
 class Strip:
     id: str
-    prefix: re.Pattern
-    suffix: re.Pattern | None = None
+    prefix: re.Pattern[str]
+    suffix: re.Pattern[str] | None = None
     decoration: bool = False  # carries nothing (no time, no source): taken off text in no layout when it fits
 
     def apply(self, line: str) -> str:
@@ -80,23 +80,23 @@ class Strip:
 @dataclass(frozen=True)
 class Split:
     id: str
-    marker: re.Pattern  # what stands before each line that was run together with others
+    marker: re.Pattern[str]  # what stands before each line that was run together with others
 
 
 @dataclass(frozen=True)
 class Shapes:
-    cri: re.Pattern
+    cri: re.Pattern[str]
     docker_keys: tuple[str, ...]
     fields: dict[str, tuple[str, ...]]
     levels: dict[str, str]
     strips: tuple[Strip, ...]
     splits: tuple[Split, ...] = ()
     localized: dict[str, str] | None = None  # an error text in another language -> the English one
-    resource: re.Pattern | None = None  # a Kubernetes resource's top-level key (kubectl get -o yaml)
+    resource: re.Pattern[str] | None = None  # a Kubernetes resource's top-level key (kubectl get -o yaml)
     resource_exception: dict[str, str] | None = None  # the field names of an exception object held as JSON
 
 
-def _compiled(path: Path, where: str, regex: str) -> re.Pattern:
+def _compiled(path: Path, where: str, regex: str) -> re.Pattern[str]:
     """A shape's regex, refused (with where it is) when it is bad or can backtrack catastrophically."""
     compiled, problem = checked(regex)
     if problem or compiled is None:
@@ -276,7 +276,7 @@ def _wrapper(lines: list[str], shapes: Shapes) -> str | None:
     return None
 
 
-def _share(lines: list[str], test) -> float:
+def _share(lines: list[str], test: Callable[[str], bool]) -> float:
     return sum(1 for line in lines if test(line)) / len(lines) if lines else 0.0
 
 
@@ -332,8 +332,11 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
             break
         best, stones = _best_strip(lines, shapes, score)
         if best is None:
-            pairs = [(first, _best_strip(stone, shapes, score)[0]) for first, stone in stones]
-            pairs = [(first, found) for first, found in pairs if found is not None and found[0] > score]
+            pairs = [
+                (first, found)
+                for first, stone in stones
+                if (found := _best_strip(stone, shapes, score)[0]) is not None and found[0] > score
+            ]
             if not pairs:
                 break
             first, best = max(pairs, key=lambda pair: pair[1][:2])
@@ -344,7 +347,7 @@ def _strips(lines: list[str], shapes: Shapes) -> tuple[str, ...]:
 
 
 def _candidates(lines: list[str], shapes: Shapes) -> list[tuple[str, Strip | None]]:
-    indent = min(len(INDENT.match(line).group()) for line in lines)  # type: ignore[union-attr]
+    indent = min(_indent(line) for line in lines)
     candidates: list[tuple[str, Strip | None]] = [(f"indent:{indent}", None)] if indent else []
     return candidates + [(s.id, s) for s in shapes.strips]  # on a tie the first wins: plain indentation first
 
@@ -355,7 +358,9 @@ def _fitting(lines: list[str], shapes: Shapes) -> bool:
     )
 
 
-def _best_strip(lines: list[str], shapes: Shapes, score: int):
+def _best_strip(
+    lines: list[str], shapes: Shapes, score: int
+) -> tuple[tuple[int, bool, str, list[str]] | None, list[tuple[str, list[str]]]]:
     """(the strip that reads most, as (score, fits everywhere, id, lines), or None; the strips that fit some
     lines without reading more, as (id, lines): stepping stones for a second strip)."""
     best: tuple[int, bool, str, list[str]] | None = None
@@ -473,13 +478,18 @@ def _apply(strip_id: str, strip: Strip | None, line: str) -> str:
     if strip is not None:
         return strip.apply(line)
     n = int(strip_id.split(":", 1)[1])
-    return line[min(n, len(INDENT.match(line).group())) :]  # type: ignore[union-attr]
+    return line[min(n, _indent(line)) :]
+
+
+def _indent(line: str) -> int:
+    """The blanks (spaces, tabs) the line starts with."""
+    return len(line) - len(line.lstrip(" \t"))
 
 
 # -- reading ---------------------------------------------------------------------------------------------------
 
 
-def _docker(line: str, shapes: Shapes) -> dict | None:
+def _docker(line: str, shapes: Shapes) -> JSONObject | None:
     if not line.startswith("{"):
         return None
     try:
@@ -518,7 +528,7 @@ def _unwrap(wrapper: str, numbered: Iterable[tuple[int, str]], shapes: Shapes) -
         yield first, "".join(parts)
 
 
-def _first(record: dict, names: Iterable[str]) -> Any:
+def _first(record: JSONObject, names: Iterable[str]) -> Any:
     for name in names:
         value = record.get(name)
         if value is None and "." in name:
@@ -530,7 +540,7 @@ def _first(record: dict, names: Iterable[str]) -> Any:
     return None
 
 
-def _json_records(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, dict | None, str]]:
+def _json_records(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[tuple[int, JSONObject | None, str]]:
     """(original line, record or None, text) per JSON record or other line. A line may hold several records
     (a terminal pasted them side by side); an object cut by a terminal's wrapping is joined with the lines
     after it, within MAX_JOIN_*."""
@@ -558,10 +568,10 @@ def _json_records(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterat
         yield n, None, t
 
 
-def _decode_all(decoder: json.JSONDecoder, text: str, shapes: Shapes) -> tuple[list[dict] | None, bool]:
+def _decode_all(decoder: json.JSONDecoder, text: str, shapes: Shapes) -> tuple[list[JSONObject] | None, bool]:
     """(records, complete): every JSON object of `text`; complete False when the text ends inside one (join
     more), records None when it is not JSON records at all."""
-    records: list[dict] = []
+    records: list[JSONObject] = []
     at, end = 0, len(text)
     while True:
         while at < end and text[at] in " \t\r":
@@ -581,7 +591,7 @@ def _decode_all(decoder: json.JSONDecoder, text: str, shapes: Shapes) -> tuple[l
 LOGFMT_PAIR = re.compile(r'\s*([\w.@-]+)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
 
 
-def _logfmt(line: str) -> dict | None:
+def _logfmt(line: str) -> dict[str, str] | None:
     """key=value pairs of a logfmt line (Go logrus and friends), or None when the line is not logfmt."""
     record: dict[str, str] = {}
     at, end = 0, len(line.rstrip())
@@ -643,7 +653,7 @@ def _trace(value: Any) -> list[str]:
     return lines
 
 
-def render(record: dict, shapes: Shapes) -> list[str]:
+def render(record: JSONObject, shapes: Shapes) -> list[str]:
     """A record as a 'shape-record' header line and continuation lines."""
     fields = shapes.fields
 
@@ -708,7 +718,7 @@ def _line_steps(plan_: Plan, numbered: Iterable[tuple[int, str]], shapes: Shapes
     return numbered
 
 
-def _localized_text(shapes: Shapes) -> re.Pattern:
+def _localized_text(shapes: Shapes) -> re.Pattern[str]:
     """A localized error text not already followed by its English (longest first)."""
     return _alternatives(tuple(sorted(shapes.localized or {}, key=len, reverse=True)))
 
@@ -734,7 +744,7 @@ def event_rows(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]
 
 
 @cache
-def _alternatives(words: tuple[str, ...]) -> re.Pattern:
+def _alternatives(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"({'|'.join(map(re.escape, words)) or '(?!)'})(?! \()")
 
 
@@ -751,7 +761,9 @@ def _resource(numbered: Iterable[tuple[int, str]], shapes: Shapes) -> Iterator[t
     yield from lines if read is None else read
 
 
-def _stripped(strip_ids: tuple[str, ...], numbered: Iterable[tuple[int, str]], shapes: Shapes):
+def _stripped(
+    strip_ids: tuple[str, ...], numbered: Iterable[tuple[int, str]], shapes: Shapes
+) -> Iterator[tuple[int, str]]:
     """Lines with their strips applied; a box's or a table's border line becomes blank (decoration that would
     otherwise start the event the box's first line continues)."""
     strips = {s.id: s for s in shapes.strips}
@@ -762,7 +774,7 @@ def _stripped(strip_ids: tuple[str, ...], numbered: Iterable[tuple[int, str]], s
         yield number, "" if framed and BORDER.match(line) else line
 
 
-def read_rows(handle) -> Iterator[tuple[int, str]]:
+def read_rows(handle: Iterable[bytes]) -> Iterator[tuple[int, str]]:
     """(line number, text) of a staged file; rows that continue an over-long line (PIECE) are joined back,
     within MAX_JOIN_BYTES (beyond it the rest of the line is dropped from the copy: the shape is per line)."""
     number, current = 0, None
@@ -780,7 +792,7 @@ def read_rows(handle) -> Iterator[tuple[int, str]]:
         yield number, current.removesuffix("\r")
 
 
-def normalise(plan_: Plan, source: Path, write) -> LineMap:
+def normalise(plan_: Plan, source: Path, write: Callable[[bytes], object]) -> LineMap:
     """Read `source` (a staged file) in `plan_`'s shape, passing each copied line (bytes, with newline) to
     `write`; returns the map from copied lines to the original's."""
     line_map = LineMap()

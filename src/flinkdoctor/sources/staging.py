@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import InputError
 from .classify import HEAD_BYTES  # what classification reads of a staged file
@@ -154,7 +155,7 @@ class _Reader:
                 return
             yield from self._gunzip(handle)
 
-    def _gunzip(self, handle) -> Iterator[bytes]:
+    def _gunzip(self, handle: BinaryIO) -> Iterator[bytes]:
         """Every gzip member in turn (concatenated .gz files are valid), in bounded pieces (no bomb in memory)."""
         inflate = zlib.decompressobj(zlib.MAX_WBITS | 16)
         written, data = 0, b""
@@ -184,7 +185,7 @@ class _Reader:
         if not inflate.eof:
             self.truncated = f"gzip stream truncated after {written:,} bytes of output: read up to there"
 
-    def _trailing(self, data: bytes, handle) -> None:
+    def _trailing(self, data: bytes, handle: BinaryIO) -> None:
         """Bytes after the last gzip member: zero padding (tape blocks) is fine, anything else is reported."""
         extra = 0
         while data:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 CONTAINER = re.compile(rb"^Container: (container_(?:e\d+_)?\d+_\d+_\d+_\d+) on (\S+?)(?:_(\d+))?\s*$")
 LOGTYPE = re.compile(rb"^Log ?Type:\s?(\S+)\s*$")
@@ -58,7 +59,7 @@ def split(path: Path, destination: Callable[[YarnPart], Path]) -> int:
     return framing
 
 
-def _copy_content(handle, out, length: int | None) -> int:
+def _copy_content(handle: BinaryIO, out: BinaryIO, length: int | None) -> int:
     """Copy one part (LogLength bytes, or up to the next framing line); returns the lines copied."""
     lines = 0
     if length is not None:
