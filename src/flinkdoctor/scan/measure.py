@@ -93,6 +93,8 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
         searched = [(i, pattern.search(value)) for i, value in enumerate(flat.to_pylist())]
         hit = np.array([i for i, m in searched if m is not None], dtype=np.int64)
         found = [m for _, m in searched if m is not None]
+    # RE2 reads every measure's regex exactly as Python does (checked when the rewrite is made), so `re` finds
+    # each line RE2 matched: a miss would be a bug in that check, and fails loudly here
     values = [pa.array([m.group(name) for m in found], pa.string()) for name in names]  # type: ignore[union-attr]
     lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
     return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
