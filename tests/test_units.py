@@ -303,3 +303,16 @@ def test_a_message_below_the_first_line_is_matched_on_its_line():
     assert matcher.match(alone, numbers) == []
     header = Fields(expired, expired, "INFO", "org.apache.flink.runtime.checkpoint.CheckpointCoordinator", "", "text")
     assert [(rule_id, idx) for rule_id, _, idx in matcher.match(header, numbers)] == [("checkpoint-expired", 0)]
+
+
+def test_one_damaged_header_does_not_hand_a_log_to_a_layout_of_times_only():
+    """A real Flink JobManager log (tests/data/shapes/decorated, its quotes taken off) with Latin-1 bytes in one
+    header (shown as U+FFFD): its layout still reads levels and loggers, not only the times (dated-text)."""
+    from conftest import DATA
+
+    lines = [
+        line.removeprefix("> ") for line in (DATA / "shapes/decorated/jobmanager-quoted.txt").read_text().split("\n")
+    ]
+    clean = detect_layout(lines)
+    lines[0] = lines[0].replace("DefaultPluginManager", "DefaultPluginMa\ufffd\ufffde \ufffdberschrittennager")
+    assert clean == detect_layout(lines) == "flink-log4j2"

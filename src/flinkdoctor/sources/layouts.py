@@ -112,17 +112,25 @@ def layout_by_id(layout_id: str) -> Layout:
     raise KeyError(layout_id)
 
 
+NEARLY = 0.9  # share of the best layout's matches within which a layout with levels is preferred
+
+
 def detect_layout(lines: list[str]) -> str:
-    """The layout whose header matches most sample lines; 'plain' when no timestamped layout matches any."""
+    """The layout whose header matches most sample lines; 'plain' when no timestamped layout matches any. A layout
+    that reads a level wins over one that does not when it matches nearly as many (NEARLY): one damaged header (a
+    foreign byte in it) must not hand a log to a layout that reads only its times."""
     sample = [line for line in lines if line.strip()][:400]
     if not sample:
         return "plain"
-    best, best_hits = "plain", 0
+    counted = []
     for layout in load_layouts():
         if layout.id == "plain" or not layout.detect:
             continue
         regex = layout.python_regex
-        hits = sum(1 for line in sample if regex.match(line))
-        if hits > best_hits:
-            best, best_hits = layout.id, hits
-    return best
+        counted.append((layout, sum(1 for line in sample if regex.match(line))))
+    most = max((hits for _, hits in counted), default=0)
+    if not most:
+        return "plain"
+    near = [(layout, hits) for layout, hits in counted if hits >= NEARLY * most]
+    best, _ = max(near, key=lambda item: ("level" in item[0].python_regex.groupindex, item[1]))  # first of equals
+    return best.id
