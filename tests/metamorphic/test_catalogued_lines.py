@@ -37,7 +37,7 @@ def _catalogued_failures(spark, rules, tmp_path, text: str):
     from flinkdoctor.sources.ingest import ingest
 
     folder = tmp_path / "paste"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "taskmanager.log").write_text(text, "utf-8")
     manifest = ingest([folder], tmp_path / "staged")
     diagnoses = diagnose_bundles(spark, [manifest], tmp_path / "work", rules)
