@@ -101,26 +101,13 @@ def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, 
         times = [t for t in (onset(f, rule) for f in by_rule[rule.id]) if t is not None]
         return min(times) if times else datetime.max
 
-    def first_line(rule: Rule, sid: int) -> int:
-        return min(f.line for f in by_rule[rule.id] if f.sid == sid)
-
-    def earlier(cause: Rule, rule: Rule) -> bool:
-        """Of two rules that explain each other, whether `cause` began first: by onset; at the same onset (or when
-        neither can be placed in time: a log without dates) by line order in a source both were found in, else by
-        priority. Strict, so that one of the two stays a root cause."""
-        if first_onset(cause) != first_onset(rule):
-            return first_onset(cause) < first_onset(rule)
-        shared = sorted({f.sid for f in by_rule[cause.id]} & {f.sid for f in by_rule[rule.id]})
-        if shared and first_line(cause, shared[0]) != first_line(rule, shared[0]):
-            return first_line(cause, shared[0]) < first_line(rule, shared[0])
-        return (-cause.priority, cause.id) < (-rule.priority, rule.id)
-
     def explained(rule: Rule) -> bool:
         for cause_id, effects in edges.items():
             if rule.id not in effects:
                 continue
             mutual = cause_id in edges.get(rule.id, {})
-            if not mutual or earlier(rules[cause_id], rule):
+            cause = rules[cause_id]
+            if not mutual or _began_first(cause, first_onset(cause), rule, first_onset(rule), by_rule):
                 return True
         return False
 
@@ -138,6 +125,22 @@ def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, 
         roots.append(root)
     roots.sort(key=lambda r: r.score)
     return roots
+
+
+def _began_first(
+    cause: Rule, cause_onset: datetime, rule: Rule, rule_onset: datetime, by_rule: dict[str, list[Finding]]
+) -> bool:
+    """Of two rules that explain each other, whether `cause` began first: by onset; at the same onset (or when
+    neither can be placed in time: a log without dates) by line order in a source both were found in, else by
+    priority. Strict, so that one of the two stays a root cause."""
+    if cause_onset != rule_onset:
+        return cause_onset < rule_onset
+    shared = sorted({f.sid for f in by_rule[cause.id]} & {f.sid for f in by_rule[rule.id]})
+    if shared:
+        first = [min(f.line for f in by_rule[r.id] if f.sid == shared[0]) for r in (cause, rule)]
+        if first[0] != first[1]:
+            return first[0] < first[1]
+    return (-cause.priority, cause.id) < (-rule.priority, rule.id)
 
 
 def _chain(root: Rule, edges: dict[str, dict[str, Finding]], rules: dict[str, Rule]) -> list[tuple[Rule, Finding, int]]:
