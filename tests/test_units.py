@@ -316,3 +316,17 @@ def test_one_damaged_header_does_not_hand_a_log_to_a_layout_of_times_only():
     clean = detect_layout(lines)
     lines[0] = lines[0].replace("DefaultPluginManager", "DefaultPluginMa\ufffd\ufffde \ufffdberschrittennager")
     assert clean == detect_layout(lines) == "flink-log4j2"
+
+
+@pytest.mark.parametrize("first", ["network-host-unreachable", "taskmanager-heartbeat-timeout"])
+def test_of_two_causes_that_explain_each_other_without_times_the_earlier_line_is_the_root(first):
+    """A log without dates (time-only stamps): two cause rules that explain each other cannot be ordered by time;
+    the one found first in the source they share is the root cause, never neither (then a symptom was derived)."""
+    from flinkdoctor.diagnosis.correlate import correlate
+
+    rules = {r.id: r for r in load_rules()}
+    pair = ["network-host-unreachable", "taskmanager-heartbeat-timeout"]
+    order = [first, *(r for r in pair if r != first)]
+    findings = [Finding(rule, 0, line, None, None, None, "") for line, rule in enumerate(order, 10)]
+    roots = correlate(findings, {rule: 1 for rule in pair}, rules)
+    assert [root.rule.id for root in roots] == [first]

@@ -73,7 +73,8 @@ def main() -> int:
     if args.json:
         rows = [{"transformation": n, "cases": a, "hold": h} for n, a, h in result["rows"]]
         failures = shape_runner.describe_failures(result)
-        args.json.write_text(json.dumps({"rows": rows, "failures": failures, "timings": timings}, indent=2))
+        out = {"rows": rows, "cut": result["cut"], "failures": failures, "timings": timings}
+        args.json.write_text(json.dumps(out, indent=2))
     return 0
 
 

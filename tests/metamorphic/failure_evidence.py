@@ -5,6 +5,10 @@ incidents) or printed by the code that prints it (data/README.md):
 
 - `trace`: a stack trace as pasted, alone (the trace of every event that holds one);
 - `exception`: an exception class with its message, one line alone;
+- `exception-dated`, `exception-untimed`, `exception-quoted`: an event logged at ERROR or FATAL with its exception
+  (a class and its message) but no frames, as a person's timeline or a write-up quotes it: the time and the
+  message with the level and the logger left out, then the exception line (`exception-dated`); the same without
+  the time (`exception-untimed`); the dated form behind Markdown's quote markers (`exception-quoted`);
 - `error-line`: an event at ERROR or FATAL, with its header, alone; a JUL SEVERE record;
 - `exit`: a process that exits non-zero or is killed;
 - `failed-state`: a task or job that switches to FAILED, a pod in an error state;
@@ -36,6 +40,7 @@ VOLATILE = re.compile(r"\b[0-9a-f]{8,}\b|\d+|/[\w./-]+|@[\w.-]+|\[[^\]]*\]")
 FAILED_STATE = re.compile(r"switched from (?:state )?[A-Z_]+ to FAILED\b")
 EXIT = re.compile(r"with exit code [1-9]\d*")
 HEALTHY_TAIL = 300  # lines of a healthy log a failure event is appended to
+LOG4J_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}")  # the time of a dated line (layout dated-text)
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,22 @@ def _from_event(source: str, path: str, event: Event) -> Iterator[tuple[tuple[st
         cls, message = exceptions(trace)[0]
         line = f"{cls}: {message}" if message else cls
         yield _template("exception", line), _alone("exception", source, "exception.txt", [line])
+    if level in ("ERROR", "FATAL") and trace and EXCEPTION.match(trace[0]):
+        yield from _without_level(source, event, trace[0])
+
+
+def _without_level(source: str, event: Event, thrown: str) -> Iterator[tuple[tuple[str, str], Evidence]]:
+    """An ERROR event's first line and its exception line (no frames) as a person quotes them: the level and the
+    logger left out, with its time, without, and the dated form quoted."""
+    match = EXCEPTION.match(thrown)
+    message, when = event.fields.get("msg", "").strip(), event.fields.get("ts", "")
+    if not (match and match["msg"] and match["msg"].strip() and message and LOG4J_TIME.fullmatch(when)):
+        return
+    dated = [f"{when} {message}", thrown.strip()]
+    key = VOLATILE.sub("#", f"{message} {thrown}")[:300]
+    yield ("exception-dated", key), _alone("exception-dated", source, "timeline.md", dated)
+    yield ("exception-untimed", key), _alone("exception-untimed", source, "notes.txt", [message, thrown.strip()])
+    yield ("exception-quoted", key), _alone("exception-quoted", source, "issue.md", [f"> {line}" for line in dated])
 
 
 def real_evidence() -> list[Evidence]:

@@ -7,11 +7,16 @@ fleet gives syslog lines without a year the year most of its bundles show, so bu
 a fleet of their own year.
 
 The property, per (case, transformation): the shaped bundle gets the reference's verdict and top category, and,
-where the shape keeps every line's date and time, the same first-seen time of the top root cause.
+where the shape keeps every line's date and time, the same first-seen time of the top root cause. A shape that
+cuts lines away (a trace cut to its head or its tail) does not apply to a case whose reference answer rests only on
+lines the cut removed: when the answer differs and every line the reference cites for its top root cause's rule
+is gone from the shape, the shape no longer holds that evidence, and answering it anyway would be a guess. Such
+trials are counted apart ("cut"), neither as holding nor as failing.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections import Counter, defaultdict
@@ -42,6 +47,7 @@ class Trial:
     keeps_times: bool
     reference: str  # bundle key
     shaped: str
+    removed: frozenset[tuple[str, int]] = frozenset()  # (file, line) of the reference a cutting shape took away
 
 
 def bundle_key(files: Files) -> str:
@@ -66,8 +72,35 @@ def trials(cases: list[Case], transforms: tuple[Transform, ...]) -> tuple[list[T
                 key = bundle_key(files)
                 bundles[key] = files
                 keys.append(key)
-            out.append(Trial(case.id, transform.name, transform.keeps_times, keys[0], keys[1]))
+            removed = _removed(reference, shaped) if transform.cuts else frozenset()
+            out.append(Trial(case.id, transform.name, transform.keeps_times, keys[0], keys[1], removed))
     return out, bundles
+
+
+def _removed(reference: Files, shaped: Files) -> frozenset[tuple[str, int]]:
+    """(file, 1-based line) of every reference line the shaped file does not carry (deleted or replaced)."""
+    gone = set()
+    for name, text in reference.items():
+        before, after = text.split("\n"), shaped.get(name, "").split("\n")
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        for op, i1, i2, _, _ in matcher.get_opcodes():
+            if op in ("delete", "replace"):
+                gone.update((name, n + 1) for n in range(i1, i2))
+    return frozenset(gone)
+
+
+def applies(trial: Trial, outcomes: dict[str, Outcome]) -> bool:
+    """False when a cutting shape took away every line the reference cites for its top root cause's rule."""
+    reference = outcomes[trial.reference]
+    if not trial.removed or reference.rule is None:
+        return True
+    lines = {(path, line) for path, line, rule in reference.cited if rule == reference.rule}
+    return not lines or not all(_in(path, line, trial.removed) for path, line in lines)
+
+
+def _in(path: str, line: int, removed: frozenset[tuple[str, int]]) -> bool:
+    """The cited (path, line) is among the removed lines (the lake's path ends with the bundle's file name)."""
+    return any(line == n and (path == name or path.endswith("/" + name)) for name, n in removed)
 
 
 def _year(files: Files) -> int | None:
@@ -169,18 +202,22 @@ def no_failure_over_traces(
 
 def figures(all_trials: list[Trial], outcomes: dict[str, Outcome], transforms: tuple[Transform, ...]) -> dict:
     """Per transformation: applicable cases, how many hold, the share; and the failures, for the report."""
-    applied, held = Counter(), Counter()
+    applied, held, cut = Counter(), Counter(), Counter()
     failures = []
     for trial in all_trials:
+        kept = holds(trial, outcomes)
+        if not kept and not applies(trial, outcomes):
+            cut[trial.transform] += 1
+            continue
         applied[trial.transform] += 1
-        if holds(trial, outcomes):
+        if kept:
             held[trial.transform] += 1
         else:
             reference, shaped = outcomes[trial.reference], outcomes[trial.shaped]
             failures.append((trial, reference, shaped))
     rows = [(t.name, applied[t.name], held[t.name]) for t in transforms]
     total, good = sum(applied.values()), sum(held.values())
-    return {"rows": rows, "total": total, "held": good, "failures": failures}
+    return {"rows": rows, "total": total, "held": good, "failures": failures, "cut": dict(cut)}
 
 
 def render(result: dict, cases: int) -> str:
@@ -190,6 +227,11 @@ def render(result: dict, cases: int) -> str:
         lines.append(f"{name:<20} {applied:>6} {held:>6} {share:>7}")
     total, held = result["total"], result["held"]
     lines.append(f"{'all':<20} {total:>6} {held:>6} {100 * held / max(total, 1):.1f} %   ({cases} cases)")
+    cut = result.get("cut", {})
+    if cut:
+        lines.append(
+            "not applicable, the answer's evidence cut away: " + ", ".join(f"{n} {k}" for k, n in sorted(cut.items()))
+        )
     return "\n".join(lines)
 
 

@@ -36,6 +36,9 @@ class Transform:
     name: str
     reshape: Callable[[Files], Pair | None]
     keeps_times: bool  # the shape keeps each line's date and time: first_seen must stay the same
+    # the shape cuts lines of its reference away (a trace cut to its head or tail): when the reference's answer
+    # rests only on lines the cut removed, the shape no longer holds that answer's evidence (shape_runner.applies)
+    cuts: bool = False
 
     @property
     def source(self) -> str:
@@ -616,8 +619,8 @@ TRANSFORMS: tuple[Transform, ...] = (
     Transform("mail-wrap", mail_wrap, True),
     Transform("ci-markers", ci_markers, False),
     Transform("time-only", time_only, False),
-    Transform("trace-head", trace_head, True),
-    Transform("trace-tail", trace_tail, False),
+    Transform("trace-head", trace_head, True, cuts=True),
+    Transform("trace-tail", trace_tail, False, cuts=True),
     Transform("web-ui-exception", web_ui_exception, False),
     Transform("cli-output", cli_output, False),
     Transform("sql-client", sql_client, False),

@@ -1,5 +1,6 @@
 """Never "no failure" over a failure (issue 23, part 4): every input that holds failure evidence (failure_evidence.py:
-a stack trace, an exception with its message, an ERROR, FATAL or SEVERE line, a process killed or exiting non-zero,
+a stack trace, an exception with its message (alone, or without frames below a dated or undated line whose level
+was left out, quoted or not), an ERROR, FATAL or SEVERE line, a process killed or exiting non-zero,
 a FAILED task, job or pod, an error of Flink's scripts, a Kubernetes Warning event, a failure event in a healthy
 log) gets a failure verdict with that evidence among its findings; the healthy lab runs stay no failure. All of
 them are diagnosed in one fleet pass (shape_runner.diagnose_all)."""
@@ -12,7 +13,19 @@ import pytest
 from failure_evidence import Evidence, all_evidence
 from shape_runner import bundle_key, diagnose_all
 
-KINDS = {"trace", "exception", "error-line", "exit", "failed-state", "shell-error", "warning-event", "inserted"}
+KINDS = {
+    "trace",
+    "exception",
+    "exception-dated",
+    "exception-untimed",
+    "exception-quoted",
+    "error-line",
+    "exit",
+    "failed-state",
+    "shell-error",
+    "warning-event",
+    "inserted",
+}
 
 
 @pytest.fixture(scope="module")

@@ -193,6 +193,27 @@ def test_trace_cuts_keep_every_exception_line():
         assert text.startswith("Caused by: ") and reference[name].endswith(text)
 
 
+def test_a_cut_names_the_reference_lines_it_took_away():
+    """What a trace cut to its tail removes is each trace's head, up to its first `Caused by` (shape_runner.trials
+    records it, and a case whose answer rests only on those lines is no case of the cut)."""
+    from shape_runner import Outcome, Trial, _removed, applies
+
+    reference, tail = trace_tail(_case())
+    removed = _removed(reference, tail)
+    for name, text in reference.items():
+        head = len(text.splitlines()) - len(tail[name].splitlines())
+        assert head > 0 and {n for file, n in removed if file == name} == set(range(1, head + 1))
+    name, first = sorted(removed)[0]
+    rule = "restart-strategy-exhausted"
+    cited = {"head": (f"bundle/{name}", first), "kept": (f"bundle/{name}", len(reference[name].splitlines()))}
+    outcomes = {
+        key: Outcome("known-cause", "other", rule, None, frozenset({(*line, rule)})) for key, line in cited.items()
+    }
+    assert not applies(Trial("case", "trace-tail", False, "head", "shaped", removed), outcomes)
+    assert applies(Trial("case", "trace-tail", False, "kept", "shaped", removed), outcomes)
+    assert applies(Trial("case", "trace-tail", False, "head", "shaped"), outcomes)  # nothing cut: it applies
+
+
 def test_tui_box_borders_every_line():
     _, shaped = tui_box(_case())
     lines = shaped["log/jobmanager.log"].splitlines()

@@ -106,7 +106,8 @@ def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, 
             if rule.id not in effects:
                 continue
             mutual = cause_id in edges.get(rule.id, {})
-            if not mutual or first_onset(rules[cause_id]) <= first_onset(rule):
+            cause = rules[cause_id]
+            if not mutual or _began_first(cause, first_onset(cause), rule, first_onset(rule), by_rule):
                 return True
         return False
 
@@ -124,6 +125,22 @@ def correlate(findings: list[Finding], counts: dict[str, int], rules: dict[str, 
         roots.append(root)
     roots.sort(key=lambda r: r.score)
     return roots
+
+
+def _began_first(
+    cause: Rule, cause_onset: datetime, rule: Rule, rule_onset: datetime, by_rule: dict[str, list[Finding]]
+) -> bool:
+    """Of two rules that explain each other, whether `cause` began first: by onset; at the same onset (or when
+    neither can be placed in time: a log without dates) by line order in a source both were found in, else by
+    priority. Strict, so that one of the two stays a root cause."""
+    if cause_onset != rule_onset:
+        return cause_onset < rule_onset
+    shared = sorted({f.sid for f in by_rule[cause.id]} & {f.sid for f in by_rule[rule.id]})
+    if shared:
+        first = [min(f.line for f in by_rule[r.id] if f.sid == shared[0]) for r in (cause, rule)]
+        if first[0] != first[1]:
+            return first[0] < first[1]
+    return (-cause.priority, cause.id) < (-rule.priority, rule.id)
 
 
 def _chain(root: Rule, edges: dict[str, dict[str, Finding]], rules: dict[str, Rule]) -> list[tuple[Rule, Finding, int]]:

@@ -181,6 +181,7 @@ def _failure(seen: CatalogueInstance) -> Finding:
         event_text=seen.event_text,
         event_line=seen.event_line,
         event_lines=seen.event_lines,
+        line_of=seen.line_of,
     )
 
 

@@ -253,6 +253,8 @@ class CatalogueInstance:
     event_text: str  # the whole event (head and tail of a long one, OMITTED between)
     event_line: int
     event_lines: int
+    # file line of the event's i-th line when the source was read into another shape (Finding.line_of)
+    line_of: Callable[[int], int] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -335,6 +337,7 @@ def collect_catalogue_hits(
                 event_text=row.event_text or "",
                 event_line=source.file_line(event_line),
                 event_lines=row.event_lines or 1,
+                line_of=partial(_shifted, source.file_line, event_line) if source.line_map is not None else None,
             )
         )
     hits = []

@@ -194,8 +194,9 @@ AnsweredBy = Literal[
     "failure-line",
 ]
 ANSWERED_BY: tuple[AnsweredBy, ...] = get_args(AnsweredBy)
-# Log levels a signature can require (layouts upper-case the level they read).
-Level = Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
+# Log levels a signature can require (layouts upper-case the level they read); NONE: the event has no level (its
+# layout reads none, as a person's timeline or a dated line, or it has no header, as a pasted trace).
+Level = Literal["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "NONE"]
 LEVELS: tuple[Level, ...] = get_args(Level)
 # A diagnosis's answer: a signature names the cause; the cause is derived from the failure's own exception chain;
 # the input shows no failure.

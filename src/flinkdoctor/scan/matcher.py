@@ -38,6 +38,7 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
+NO_LEVEL = "NONE"  # what a signature's `level` names an event without a level (vocabulary.Level)
 # a stack frame or the count of frames left out: no message on such a line
 FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
 
@@ -89,7 +90,7 @@ class _Signature:
         """(rule id, captures, index of the matching line) when the signature matches the event."""
         if self.kinds is not None and event.kind not in self.kinds:
             return None
-        if self.levels and event.level not in self.levels:
+        if self.levels and (event.level or NO_LEVEL) not in self.levels:
             return None
         found: dict[tuple[str, str], re.Match[str]] = {}
         at = 0  # the line of the message's match
