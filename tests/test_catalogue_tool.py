@@ -241,6 +241,21 @@ def test_socket_timeouts_thrown_by_the_jdks_native_code_are_read_from_libnet():
     assert "Read timed out" in found
 
 
+def test_third_party_code_relocated_into_flinks_packages_is_not_read_as_flinks():
+    # flink-swift-fs-hadoop-1.10.3.jar relocates Hadoop under org.apache.flink.fs.openstackhadoop.shaded.
+    hadoop = "org.apache.flink.fs.openstackhadoop.shaded.org.apache.hadoop.fs.swift.http.SwiftRestClient"
+    own = "org.apache.flink.fs.openstackhadoop.SwiftFileSystemFactory"
+    text = "any message (the filter looks only at the class it is written in)"
+    read = build.Read(
+        "1.10.3",
+        {"flink": [Candidate("message", text, (text,), None, "throw", o, f"x!{o}") for o in (hadoop, own)]},
+        {"flink": {hadoop + "Exception": "x", own + "Exception": "x"}},
+    )
+    kept = build.without_relocated(read, build.sources()["flink"]["relocated"])
+    assert [c.origin for c in kept.messages["flink"]] == [own]
+    assert list(kept.exceptions["flink"]) == [own + "Exception"]
+
+
 # -- Java source, real lines ---------------------------------------------------------------------------------------
 
 # ZooKeeper, zookeeper-server/src/main/java/org/apache/zookeeper/ClientCnxn.java (apache/zookeeper@53a78e36f996,

@@ -181,7 +181,18 @@ def read_flink(version: str) -> Read:
     if not (home / ".complete").exists():
         raise SystemExit(f"Flink {version} is not assembled: run `python -m tools.catalogue fetch` first")
     key = f"flink:{version}:" + ",".join(f"{p.name}:{p.stat().st_size}" for p in sorted(home.rglob("*.jar")))
-    return cached_read(key, lambda: _read_flink(version))
+    return without_relocated(cached_read(key, lambda: _read_flink(version)), sources()["flink"].get("relocated"))
+
+
+def without_relocated(read: Read, relocated: str | None) -> Read:
+    """`read` less the classes of third-party code that Flink's jars relocate under its own packages (the
+    filesystem plugins' whole Hadoop, AWS and Presto clients): their messages are not Flink's."""
+    if not relocated:
+        return read
+    pattern = re.compile(relocated)
+    read.messages["flink"] = [c for c in read.messages.get("flink", []) if not pattern.match(c.origin)]
+    read.exceptions["flink"] = {n: w for n, w in read.exceptions.get("flink", {}).items() if not pattern.match(n)}
+    return read
 
 
 VERSION_FILES = (("gradle.properties", r"^version=(\S+)"), ("pom.xml", r"<version>([^<]+)</version>"))
