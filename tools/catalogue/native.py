@@ -33,11 +33,12 @@ def binary_strings(path: Path, minimum: int = 8) -> list[str]:
     return out.stdout.splitlines()
 
 
-def read_hotspot(libjvm: Path, label: str, select: list[dict]) -> list[Candidate]:
-    """The strings of libjvm.so that a `select` item's `pattern` matches (its first group, when it has one: the
-    linker merges a short string into the tail of a longer one, so `Metaspace` is only found as the end of
-    `Purge Metaspace`); its `prefix` is printed before the string in a log (an OutOfMemoryError's reason follows
-    `java.lang.OutOfMemoryError: `), its `level` says how."""
+def read_hotspot(libjvm: Path, label: str, select: list[dict], origin: str = "hotspot") -> list[Candidate]:
+    """The strings of libjvm.so (or another of the JDK's native libraries, `origin` naming what writes them) that
+    a `select` item's `pattern` matches (its first group, when it has one: the linker merges a short string into
+    the tail of a longer one, so `Metaspace` is only found as the end of `Purge Metaspace`); its `prefix` is
+    printed before the string in a log (an OutOfMemoryError's reason follows `java.lang.OutOfMemoryError: `), its
+    `level` and `cls` say how."""
     found = []
     seen: set[str] = set()
     strings = binary_strings(libjvm)
@@ -53,8 +54,8 @@ def read_hotspot(libjvm: Path, label: str, select: list[dict]) -> list[Candidate
             seen.add(text)
             shown = text.lstrip("#").strip()
             template = tpl.normalise((item.get("prefix", ""), *from_printf(shown)))
-            found.append(Candidate("message", text, template, item.get("cls"), item.get("level"), "hotspot",
-                                   f"{label}!{libjvm.name}"))  # fmt: skip
+            found.append(Candidate("message", text, template, item.get("cls"), item.get("level"),
+                                   item.get("origin", origin), f"{label}!{libjvm.name}"))  # fmt: skip
     return found
 
 
