@@ -70,11 +70,26 @@ class _OnFile(CatalogueIndex):
         return _read_index, (self.file, self.key)
 
 
-def for_tasks(index: CatalogueIndex | None) -> CatalogueIndex | None:
+def for_tasks(index: CatalogueIndex | None, run_dir: Path) -> CatalogueIndex | None:
     """The index as the scan's tasks get it on a local master (where they see the driver's files): read from
-    the state folder's file, once per Python worker, when the file is there; else the index itself."""
-    path = None if index is None else stored_path(_store_name(index.key), index.key)
-    if index is None or path is None:
+    the state folder's file, once per Python worker, when the file is there; else the index itself. The file is
+    linked (else copied) into the run's own folder first: another version's run storing its index meanwhile
+    removes the state folder's name, never this run's."""
+    import os
+    import shutil
+
+    stored = None if index is None else stored_path(_store_name(index.key), index.key)
+    if index is None or stored is None:
+        return index
+    path = run_dir / "catalogue-index.pickle"
+    try:
+        path.unlink(missing_ok=True)
+        try:
+            os.link(stored, path)
+        except OSError:
+            shutil.copyfile(stored, path)
+            path.chmod(0o600)
+    except OSError:
         return index
     return _OnFile(index.ids, index.regexes, index.patterns, index.entries_of, index.key, index.compiled, str(path))
 

@@ -158,17 +158,18 @@ def build_events(
     if not sources:
         return EventsResult(str(out), {}, {}, times)
     tasks = plan(sources, split_bytes, bundle_of)
-    scan = partial(run, plan=tasks, prefilter=prefilter, out_dir=str(out), matcher=_for_tasks(spark, matcher))
+    matcher = _for_tasks(spark, matcher, Path(out_dir))
+    scan = partial(run, plan=tasks, prefilter=prefilter, out_dir=str(out), matcher=matcher)
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
     return EventsResult(str(out), *_part_stats(parts, sources), times)
 
 
-def _for_tasks(spark: SparkSession, matcher: Matcher | None) -> Matcher | None:
+def _for_tasks(spark: SparkSession, matcher: Matcher | None, run_dir: Path) -> Matcher | None:
     """The matcher as the tasks get it: on a local master (the tasks see the driver's files) its catalogue index
-    is read by each Python worker from the state folder, not unpickled from every task's function (15 MB)."""
+    is read by each Python worker from its file, not unpickled from every task's function (15 MB)."""
     if matcher is None or matcher.catalogue is None or not _local(spark):
         return matcher
-    return replace(matcher, catalogue=for_tasks(matcher.catalogue))
+    return replace(matcher, catalogue=for_tasks(matcher.catalogue, run_dir))
 
 
 def _local(spark: SparkSession) -> bool:
