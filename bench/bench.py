@@ -113,11 +113,20 @@ def build(out: Path, size: int, seed: int = 7) -> list[Path]:
 
 
 class PeakRss(threading.Thread):
-    """Samples the RSS of a process tree every 0.2 s: the python driver and any java child separately."""
+    """Samples the RSS of a process tree every 0.2 s: the python driver and any java child separately; and the CPU
+    seconds each process of the tree used (at least: a process's last 0.2 s before it exits can be missed), which
+    others' work on a shared machine inflates far less than the wall time."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
         self.pid, self.python, self.java, self.running = pid, 0, 0, True
+        self.cpu_of: dict[int, float] = {}
+
+    @property
+    def cpu(self) -> float:
+        return sum(self.cpu_of.values())
 
     def run(self):
         while self.running:
@@ -126,7 +135,9 @@ class PeakRss(threading.Thread):
                     status = Path(f"/proc/{pid}/status").read_text()
                     rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024
                     name = re.search(r"Name:\s+(\S+)", status).group(1)
-                except (OSError, AttributeError):
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    self.cpu_of[pid] = (int(fields[11]) + int(fields[12])) / self.TICK  # utime + stime
+                except (OSError, AttributeError, IndexError, ValueError):
                     continue
                 if name == "java":
                     self.java = max(self.java, rss)
@@ -200,7 +211,7 @@ def measure(point: dict, bundle: Path, files: list[Path], out: Path, py: str, en
     for f in files:
         with f.open("rb") as handle:
             lines += sum(chunk.count(b"\n") for chunk in iter(lambda h=handle: h.read(1 << 24), b""))
-    results: dict = {**point, "bytes": total, "lines": lines, "files": len(files)}
+    results: dict = {**point, "bytes": total, "lines": lines, "files": len(files), "load_before": os.getloadavg()}
     paths = [str(f) for f in files] if len(files) <= 1000 else [str(bundle)]
     grep = ["grep", "-c", "-r", "Caused by", *paths]
     results["grep_literal_s"], _, _ = timed(grep)
@@ -213,11 +224,16 @@ def measure(point: dict, bundle: Path, files: list[Path], out: Path, py: str, en
         sys.exit(f"Spark floor failed:\n{floor.stderr[-3000:]}")
     session_s, scan_s, _ = floor.stdout.split()
     results.update(
-        floor_s=seconds, floor_session_s=float(session_s), floor_scan_s=float(scan_s), floor_jvm_rss=floor_rss.java
+        floor_s=seconds,
+        floor_session_s=float(session_s),
+        floor_scan_s=float(scan_s),
+        floor_jvm_rss=floor_rss.java,
+        floor_cpu_s=floor_rss.cpu,
     )
     if full:
         results["floor_with_archive_s"], _, _ = timed([py, "-c", SPARK_FLOOR, *paths], env=env)
     results.update(diagnose(bundle, out, py, env))
+    results["load_after"] = os.getloadavg()  # others' work on the machine (1, 5, 15 minutes)
     return results
 
 
@@ -291,6 +307,7 @@ def diagnose(bundle: Path, out: Path, py: str, env: dict, extra: tuple[str, ...]
     report = json.loads(run.stdout)
     return {
         "diagnose_s": seconds,
+        "diagnose_cpu_s": rss.cpu,
         "driver_peak_rss": rss.python,
         "jvm_peak_rss": rss.java,
         "timings": report.get("timings"),

@@ -71,3 +71,43 @@ def test_bad_rules_are_never_cached(state):
         with pytest.raises(RuleError):
             load_rules([state])
     assert not list(state_dir().glob("rules-*.pickle"))
+
+
+def test_the_catalogue_index_reaches_tasks_by_its_file(tmp_path, monkeypatch):
+    """The scan's tasks get the catalogue's index as the path of its stored file, linked into the run's folder (a
+    few hundred bytes, not the 15 MB index with every task's function), and read back the very index the driver
+    built, with its compiled database, even when another run has since replaced the state folder's file; an index
+    with no private file behind it goes whole, and a file that changed under a run is an error that says so,
+    never another catalogue's hits."""
+    import json
+    import pickle
+    from types import SimpleNamespace
+
+    from conftest import DATA
+    from flinkdoctor.scan import catalogue
+
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "state"))
+    run = tmp_path / "run"
+    run.mkdir()
+    entries = json.loads((DATA / "catalogue" / "scan-test.json").read_text("utf-8"))["entries"]
+    index = catalogue.catalogue_index(SimpleNamespace(entries=tuple(SimpleNamespace(**e) for e in entries)))
+    assert index is not None
+    sent = pickle.dumps(catalogue.for_tasks(index, run))
+    assert len(sent) < 1000 < len(pickle.dumps(index))
+    stored = next(state_dir().glob("catalogue-index-other-*.pickle"))
+    stored.unlink()  # another version's run stored its own index meanwhile
+    catalogue._read_index.cache_clear()
+    got = pickle.loads(sent)
+    assert type(got) is catalogue.CatalogueIndex and got == index and got.compiled == index.compiled
+
+    assert catalogue.for_tasks(index, run) is index  # nothing stored: the index goes whole
+    linked = run / "catalogue-index.pickle"
+    os.chmod(linked, 0o666)  # others can write it: never read
+    catalogue._read_index.cache_clear()
+    with pytest.raises(RuntimeError, match="changed or went"):
+        pickle.loads(sent)
+    os.chmod(linked, 0o600)
+    linked.write_bytes(pickle.dumps("another catalogue"))
+    catalogue._read_index.cache_clear()
+    with pytest.raises(RuntimeError, match="changed or went"):
+        pickle.loads(sent)

@@ -45,10 +45,23 @@ def private(info: os.stat_result) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+def stored_path(name: str, key: str) -> Path | None:
+    """The file `store` keeps `name` for `key` in, if there is one cached() would read."""
+    path = state_dir() / f"{name}-{key}.pickle"
+    try:
+        return path if private(path.stat()) else None
+    except OSError:
+        return None
+
+
 def cached(name: str, key: str) -> object:
     """The value stored under `name` for `key`, or None. Only a file this user owns and only this user can write
     is read: it is a pickle. The caller knows what it stored under `name`."""
-    path = state_dir() / f"{name}-{key}.pickle"
+    return read_stored(state_dir() / f"{name}-{key}.pickle")
+
+
+def read_stored(path: Path) -> object:
+    """What `store` kept in the file at `path`, or None (cached: only a private file is read)."""
     try:
         if not private(path.stat()):
             return None

@@ -2,7 +2,9 @@
 
 Tens of thousands of entries are one Hyperscan database of their regexes (patterns.py rewrites each as it does
 the rules'), compiled once per catalogue and machine: the driver compiles it (or reads it from the user's state
-folder, keyed by the entries' ids and regexes) and hands the tasks its serialized bytes, so no task compiles it.
+folder, keyed by the entries' ids and regexes) with its serialized bytes, so no task compiles it. On a local
+master the tasks read it from that file, once per Python worker (`for_tasks`), instead of unpickling the
+index's 15 MB with every task's function.
 It runs in a second pass over the bytes of the events that can be failure evidence only (at WARN level or above,
 of more than one line, or without a header: scanner.py), not over every healthy INFO line. Python's `re` then
 decides on the candidates, line by line (no stack frame), and the first line an entry matches is its hit.
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..knowledge.regexes import python_regex
-from ..runtime.userstate import cached, store
+from ..runtime.userstate import cached, read_stored, store, stored_path
 from .patterns import hyperscan_pattern
 from .prefilter import Bytes, Positions
 
@@ -58,6 +60,54 @@ class CatalogueIndex:
     compiled: bytes | None = field(default=None, repr=False, compare=False)  # serialized (None: no Hyperscan)
 
 
+@dataclass(frozen=True)
+class _OnFile(CatalogueIndex):
+    """An index the tasks read from its file in the state folder: pickled, it is only the file's path and key."""
+
+    file: str = field(default="", repr=False, compare=False)
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return _read_index, (self.file, self.key)
+
+
+def for_tasks(index: CatalogueIndex | None, run_dir: Path) -> CatalogueIndex | None:
+    """The index as the scan's tasks get it on a local master (where they see the driver's files): read from
+    the state folder's file, once per Python worker, when the file is there; else the index itself. The file is
+    linked (else copied) into the run's own folder first: another version's run storing its index meanwhile
+    removes the state folder's name, never this run's."""
+    import os
+    import shutil
+
+    stored = None if index is None else stored_path(_store_name(index.key), index.key)
+    if index is None or stored is None:
+        return index
+    path = run_dir / "catalogue-index.pickle"
+    try:
+        path.unlink(missing_ok=True)
+        try:
+            os.link(stored, path)
+        except OSError:
+            shutil.copyfile(stored, path)
+            path.chmod(0o600)
+    except OSError:
+        return index
+    return _OnFile(index.ids, index.regexes, index.patterns, index.entries_of, index.key, index.compiled, str(path))
+
+
+@lru_cache(maxsize=2)
+def _read_index(path: str, key: str) -> CatalogueIndex:
+    """The index stored at `path` for `key` (in a task: once per Python worker; its database then once too)."""
+    index = read_stored(Path(path))
+    if not isinstance(index, CatalogueIndex) or index.key != key:
+        raise RuntimeError(f"the failure catalogue's index {path} changed or went while the scan ran")
+    return index
+
+
+def _store_name(key: str) -> str:
+    """The state folder's name of an index: another catalogue's never evicts the shipped one's."""
+    return "catalogue-index" if key.startswith("files-") else "catalogue-index-other"
+
+
 def default_catalogue() -> Catalogue:
     """The shipped catalogue (knowledge.catalogue.load_catalogue)."""
     from ..knowledge.catalogue import load_catalogue
@@ -86,7 +136,7 @@ def catalogue_index(catalogue: Entries | None, key: str | None = None) -> Catalo
         digest = hashlib.sha256("\0".join(f"{e.id}\1{e.regex}" for e in catalogue.entries).encode("utf-8"))
         key = digest.hexdigest()[:32]
     key = f"{key}-{_code()}-{_engine()}"
-    name = "catalogue-index" if catalogue is None else "catalogue-index-other"  # another never evicts the shipped
+    name = _store_name(key)
     index = cached(name, key)
     if isinstance(index, CatalogueIndex) and index.key == key:
         return index

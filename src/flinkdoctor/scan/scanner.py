@@ -229,9 +229,12 @@ class _Events:
         self.text = _lines_array(data, starts)
         self.test = header_test(part.layout)
         head = first_byte_table(self.test)[data[starts]] & ~piece
-        self.header = np.zeros(len(starts), dtype=bool)
         where = np.flatnonzero(head)
-        self.header[where] = flag(self.test, self.text.take(where))
+        if self.test.re2 and 5 * len(where) >= 4 * len(starts):  # nearly every line: RE2 over all of them in
+            self.header = flag(self.test, self.text) & head  # place costs less than copying them out (0.3 s a part)
+        else:
+            self.header = np.zeros(len(starts), dtype=bool)
+            self.header[where] = flag(self.test, self.text.take(where))
         first = np.zeros(len(starts), dtype=bool)
         first[0] = part.start == 0  # a file's first line starts an event, header or not (an orphan)
         self.first = np.flatnonzero((self.header | piece | first) & owned)  # each event's first line
