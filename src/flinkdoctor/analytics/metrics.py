@@ -148,12 +148,16 @@ class Measured(list):
         import numpy as np
         import pyarrow as pa
 
+        if bundles == 1:  # (diagnose: one bundle, its measures as they are, no pass over the columns)
+            return [self]
         split = [Measured() for _ in range(bundles)]
         for measure in self:
             split[bundle_of[measure.sid]].append(measure)
         if self.checkpoints is not None:
             sid = self.checkpoints.column("sid").to_numpy()
-            owner = np.array([bundle_of[s] for s in sid.tolist()], dtype=np.int64)
+            owner_of = np.zeros(max(bundle_of, default=0) + 1, dtype=np.int64)
+            owner_of[np.fromiter(bundle_of, np.int64, len(bundle_of))] = np.fromiter(bundle_of.values(), np.int64)
+            owner = owner_of[sid]
             for b, measured in enumerate(split):
                 measured.checkpoints = self.checkpoints.filter(pa.array(owner == b))
         return split
@@ -177,21 +181,24 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     def capture(key: str):
         return pc.map_lookup(rows.column("captures"), key, "first")
 
-    offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
-    sid = rows.column("sid").to_numpy()
-    block = rows.column("block").to_numpy()
-    staged = rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
-    base = np.array([offsets.get((s, b), 0) for s, b in zip(sid.tolist(), block.tolist(), strict=True)], np.int64)
+    sid = rows.column("sid").to_numpy().astype(np.int64)
+    staged = _range_starts(blocks, sid, rows.column("block").to_numpy().astype(np.int64))
+    staged += rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
     line = np.empty(len(sid), dtype=np.int64)
-    for source_id in np.unique(sid).tolist():
+    for source_id in np.unique(sid).tolist():  # per source, not per row: arrays of lines
         at = sid == source_id
         source = sources[source_id]
-        if source.fixed_line or source.line_map is not None:
-            line[at] = [source.file_line(int(n)) for n in (base[at] + staged[at]).tolist()]
+        if source.fixed_line:
+            line[at] = source.fixed_line
+        elif source.line_map is not None:
+            line[at] = [source.file_line(int(n)) for n in staged[at].tolist()]
         else:
-            line[at] = source.line_offset + base[at] + staged[at]
-    hosts = pc.coalesce(rows.column("host"), pa.array([sources[s].host for s in sid.tolist()], pa.string()))
+            line[at] = source.line_offset + staged[at]
+    host_of: list[str | None] = [None] * (max(sources, default=0) + 1)
+    for source in sources.values():
+        host_of[source.id] = source.host
+    hosts = pc.coalesce(rows.column("host"), pa.array(host_of, pa.string()).take(pa.array(sid)))
     job = pc.coalesce(capture("job"), rows.column("job"), pa.scalar("unknown job"))
     columns = pa.table(
         {
@@ -210,6 +217,22 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
         }
     )
     return rest, columns
+
+
+def _range_starts(blocks: dict, sid, block):
+    """Per row (numpy arrays of source ids and ranges), the lines of its file before its range (as
+    block_offsets gives them; 0 for a range it does not list), looked up in bulk: a long run has millions."""
+    import numpy as np
+
+    offsets = block_offsets(blocks)
+    keys = np.fromiter((s << 32 | b for s, b in offsets), np.int64, len(offsets))
+    values = np.fromiter(offsets.values(), np.int64, len(offsets))
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    wanted = sid << 32 | block
+    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    found = (keys[at] == wanted) if len(keys) else np.zeros(len(wanted), bool)
+    return np.where(found, values[at] if len(keys) else 0, 0).astype(np.int64)
 
 
 def _numbers(values, kind, read):
