@@ -631,3 +631,39 @@ def test_spark_actions_do_not_grow_with_jobs(spark, rules, tmp_path, monkeypatch
 
     assert shapes(many) == shapes(few)
     assert [r.rule for r in many.root_causes] == [r.rule for r in few.root_causes]
+
+
+def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
+    """A long run's completions keep no text in memory: their lines stay in the measures' file, and the points
+    a report shows (evidence) get theirs read back, the same as when the columns held every text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured, Texts
+    from flinkdoctor.sources.ingest import Manifest
+
+    measures = []
+    for k in range(40):
+        measures += _job_measures(f"{k:032x}", 0, 300, datetime(2026, 3, 1) + timedelta(hours=k))
+    columns = _as_columns(measures)
+    whole = Measured()
+    whole.checkpoints = columns
+    (tmp_path / "measures").mkdir()
+    for n, at in enumerate(range(0, columns.num_rows, 7000)):  # files of row groups, as Spark writes them
+        part = columns.select(["text"]).slice(at, 7000).rename_columns(["line"])
+        pq.write_table(part, tmp_path / "measures" / f"part-{n:05d}.snappy.parquet", row_group_size=2500)
+    stored = Measured()
+    stored.checkpoints = columns.set_column(
+        columns.schema.get_field_index("text"), "text", pa.array(range(columns.num_rows), pa.int64())
+    )
+    stored.texts = Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
+    effective, paths = Effective(), {0: "jobmanager.log"}
+    plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
+    read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
+    assert read == plain
+    shown = [(p.line, p.text) for j in read_jobs for p in j.points]  # each job's longest (here its latest)
+    assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points]
+    assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)

@@ -88,6 +88,8 @@ class Completed:
     rows: Any  # the job's rows of Bulk.table, in the same order
     table: Any
     paths: dict
+    texts: Any = None  # metrics.Texts when the table's `text` holds rows of its file, not the text
+    pending: list = field(default_factory=list)  # (Point, row) whose text Bulk.fill reads, all jobs' at once
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -124,9 +126,12 @@ class Completed:
             return []
         taken = self.table.select(["sid", "line", "host", "text"]).take(pa.array(self.rows[at])).to_pydict()
         sids, lines, hosts, texts = taken["sid"], taken["line"], taken["host"], taken["text"]
+        rows = None
+        if self.texts is not None:  # read later, for every job at once (Bulk.fill)
+            rows, texts = texts, [""] * len(texts)
         ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
         durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
-        return [
+        made = [
             Point(
                 self.job,
                 ids[k] if ids[k] >= 0 else None,
@@ -143,6 +148,9 @@ class Completed:
             )
             for k in range(len(at))
         ]
+        if rows is not None:
+            self.pending.extend(zip(made, rows, strict=True))
+        return made
 
     def over(self, ms: float) -> tuple[int, list[Point]]:
         """How many took longer than `ms`, and Points of the earliest and latest OVER_SHOWN of them."""
@@ -229,12 +237,22 @@ class Bulk:
 
     table: Any = None
     paths: dict = field(default_factory=dict)
+    texts: Any = None  # metrics.Texts: the completions' text, read for the Points made only (fill)
+    pending: list = field(default_factory=list)
     _completions: Any = field(default=None, init=False, repr=False)  # completed rows by job (_by_job)
     _completed_columns: tuple = field(default=(), init=False, repr=False)  # their ids, times, durations, sizes
 
     @staticmethod
-    def of(table, paths: dict[int, str]) -> Bulk:
-        return Bulk(table, paths) if table is not None and table.num_rows else Bulk()
+    def of(table, paths: dict[int, str], texts=None) -> Bulk:
+        return Bulk(table, paths, texts) if table is not None and table.num_rows else Bulk()
+
+    def fill(self) -> None:
+        """The text of every Point made from the columns, read from the measures' file in one pass."""
+        if self.pending:
+            points, rows = zip(*self.pending, strict=True)
+            for point, text in zip(points, self.texts.read(rows), strict=True):
+                point.text = text or ""
+            self.pending.clear()
 
     @property
     def rows(self) -> int:
@@ -332,7 +350,8 @@ class Bulk:
             return None
         ids, times, durations, sizes = (column[start:end] for column in self._completed_columns)
         take = self._completions.slice(start, end - start)
-        return Completed(job, ids, times, durations, sizes, np.arange(end - start), take, self.paths)
+        rows = np.arange(end - start)
+        return Completed(job, ids, times, durations, sizes, rows, take, self.paths, self.texts, self.pending)
 
     def any_duration(self) -> bool:
         import pyarrow.compute as pc
@@ -363,7 +382,7 @@ def analyse_checkpoints(
 ) -> tuple[CheckpointAnalytics, list[JobAnalysis]]:
     """Per job, its analysis. `measures` may carry the triggers and completions of a long run as columns
     (metrics.Measured.checkpoints): read in bulk (Bulk), with Points made only for what the report lists."""
-    bulk = Bulk.of(getattr(measures, "checkpoints", None), paths)
+    bulk = Bulk.of(getattr(measures, "checkpoints", None), paths, getattr(measures, "texts", None))
     triggers = {}
     for m in measures:
         if m.measures == "checkpoint-trigger" and m.captures.get("job"):
@@ -386,6 +405,7 @@ def analyse_checkpoints(
         _job(job, by_job[job], _gaps(started.get(job, [])) + bulk.gaps(job), effective, bulk.completed(job), most)
         for job in sorted(by_job)
     ]
+    bulk.fill()  # the text of the points the report and findings show
     missing = []
     if not any(p.duration_ms is not None for p in points) and not bulk.any_duration():
         missing.append(

@@ -106,18 +106,23 @@ def extract(
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
     cost of a first aggregation in a fresh JVM)."""
 
+    import pyarrow as pa
+
     if not metrics or measured == 0:
         return Measured()
-    many = None
+    many = texts = None
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        table = _through_parquet(_reduced(events, metrics), events)
+        table, texts = _through_parquet(_reduced(events, metrics), events)
         table, many = _split_columnar(table, metrics, blocks, manifest)
+        at = table.schema.get_field_index("line")  # the few other rows' lines, read back from the file
+        table = table.drop_columns(["line"]).add_column(at, "line", pa.array(texts.read(table.column("line"))))
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     found = Measured()
     found.checkpoints = many
+    found.texts = texts if many is not None else None
     for sid, block, first_rel, time, host, number, idx, line, captures, job in zip(*_columns(table), strict=True):
         source, metric = sources[sid], metrics[number]
         found.append(
@@ -139,9 +144,11 @@ def extract(
 
 class Measured(list):
     """The measures (a list of Measure), and, when there were many, the checkpoints' triggers and completions as
-    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions."""
+    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions.
+    Their lines' text stays in the file Spark wrote (`texts`): only the few a report shows are read back."""
 
     checkpoints = None
+    texts: Texts | None = None
 
     def by_bundle(self, bundle_of: dict[int, int], bundles: int) -> list[Measured]:
         """The measures of each bundle diagnosed together (source id -> bundle), the columns split as well."""
@@ -151,6 +158,8 @@ class Measured(list):
         if bundles == 1:  # (diagnose: one bundle, its measures as they are, no pass over the columns)
             return [self]
         split = [Measured() for _ in range(bundles)]
+        for measured in split:
+            measured.texts = self.texts
         for measure in self:
             split[bundle_of[measure.sid]].append(measure)
         if self.checkpoints is not None:
@@ -213,7 +222,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
             "sid": rows.column("sid"),
             "line": pa.array(line),
             "host": hosts,
-            "text": rows.column("line"),
+            "text": rows.column("line"),  # (a row of the measures' file: Texts reads the line)
         }
     )
     return rest, columns
@@ -254,8 +263,9 @@ def _numbers(values, kind, read):
 
 def _through_parquet(frame, events):
     """The frame's rows as an Arrow table, written by Spark beside the events table and read here by pyarrow: a
-    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap."""
-    import pyarrow.parquet as pq
+    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap.
+    The `line` column holds each row's position instead of its text: the text stays in the file (Texts)."""
+    import pyarrow as pa
 
     from ..scan.scanner import _filesystem
 
@@ -264,8 +274,51 @@ def _through_parquet(frame, events):
     out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
     frame.write.mode("overwrite").parquet(out)
     filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
-    table = pq.read_table(path, filesystem=filesystem)
-    return table.select(frame.columns)
+    texts = Texts(filesystem, path)
+    columns = [c for c in frame.columns if c != "line"]  # (Spark writes a file even for no rows)
+    table = pa.concat_tables([file.read(columns=columns) for file in texts.files])
+    at = frame.columns.index("line")
+    return table.add_column(at, "line", pa.array(range(table.num_rows), pa.int64())), texts
+
+
+class Texts:
+    """The measured lines' text, left in the Parquet file Spark wrote (one row per measure, in the order read):
+    a long run's millions of completions need their text only where a report shows one as evidence."""
+
+    def __init__(self, filesystem, path: str):
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        found = filesystem.get_file_info(fs.FileSelector(path, recursive=False))
+        names = sorted(f.path for f in found if f.is_file and f.path.endswith(".parquet"))
+        self.files = [pq.ParquetFile(name, filesystem=filesystem) for name in names]
+        groups = [(file, g) for file in self.files for g in range(file.num_row_groups)]
+        self._groups = groups
+        sizes = [file.metadata.row_group(g).num_rows for file, g in groups]
+        self._starts = [0]
+        for size in sizes:
+            self._starts.append(self._starts[-1] + size)
+
+    def read(self, rows) -> list[str | None]:
+        """The text of each row (positions as read, any order, an Arrow or numpy array): each row group that
+        holds one is read once, its `line` column only, so memory holds one group's lines at a time."""
+        import numpy as np
+
+        rows = np.asarray(rows, dtype=np.int64)
+        out: list[str | None] = [None] * len(rows)
+        if not len(rows):
+            return out
+        group = np.searchsorted(np.asarray(self._starts), rows, side="right") - 1
+        order = np.argsort(group, kind="stable")
+        cuts = np.flatnonzero(np.diff(group[order])) + 1
+        for chunk in np.split(order, cuts):
+            g = int(group[chunk[0]])
+            file, index = self._groups[g]
+            lines = file.read_row_group(index, columns=["line"]).column("line")
+            taken = lines.take(rows[chunk] - self._starts[g]).to_pylist()
+            for k, text in zip(chunk.tolist(), taken, strict=True):
+                out[k] = text
+        return out
 
 
 CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-declined", "checkpoint-failed")
