@@ -90,6 +90,8 @@ class Completed:
     paths: dict
     texts: Any = None  # metrics.Texts when the table's `text` holds rows of its file, not the text
     pending: list = field(default_factory=list)  # (Point, row) whose text Bulk.fill reads, all jobs' at once
+    place: tuple = ()  # numpy sid, line, host (a code of `hosts`, -1: none) and the text's row: no Arrow per job
+    hosts: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -124,11 +126,17 @@ class Completed:
         at = np.asarray(list(at) if not isinstance(at, np.ndarray) else at, dtype=np.int64)
         if not len(at):
             return []
-        taken = self.table.select(["sid", "line", "host", "text"]).take(pa.array(self.rows[at])).to_pydict()
-        sids, lines, hosts, texts = taken["sid"], taken["line"], taken["host"], taken["text"]
         rows = None
-        if self.texts is not None:  # read later, for every job at once (Bulk.fill)
-            rows, texts = texts, [""] * len(texts)
+        if self.place:
+            sids, lines = self.place[0][at].tolist(), self.place[1][at].tolist()
+            hosts = [self.hosts[code] for code in self.place[2][at].tolist()]
+            if self.texts is not None:  # read later, for every job at once (Bulk.fill)
+                rows, texts = self.place[3][at].tolist(), [""] * len(at)
+            else:
+                texts = self.table.column("text").take(pa.array(self.rows[at])).to_pylist()
+        else:
+            taken = self.table.select(["sid", "line", "host", "text"]).take(pa.array(self.rows[at])).to_pydict()
+            sids, lines, hosts, texts = taken["sid"], taken["line"], taken["host"], taken["text"]
         ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
         durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
         made = [
@@ -241,6 +249,8 @@ class Bulk:
     pending: list = field(default_factory=list)
     _completions: Any = field(default=None, init=False, repr=False)  # completed rows by job (_by_job)
     _completed_columns: tuple = field(default=(), init=False, repr=False)  # their ids, times, durations, sizes
+    _place: tuple = field(default=(), init=False, repr=False)  # their sid, line, host code, text row (numpy)
+    _hosts: list = field(default_factory=list, init=False, repr=False)  # host of each code; the last: none
 
     @staticmethod
     def of(table, paths: dict[int, str], texts=None) -> Bulk:
@@ -298,6 +308,15 @@ class Bulk:
             pc.fill_null(self._completions.column("duration_ms"), float("nan")).to_numpy(),
             pc.fill_null(self._completions.column("bytes"), -1).to_numpy(),
         )
+        hosts = pc.dictionary_encode(self._completions.column("host").combine_chunks())
+        self._hosts = [*hosts.dictionary.to_pylist(), None]
+        texts = self._completions.column("text")
+        self._place = (
+            self._completions.column("sid").to_numpy().astype(np.int64),
+            self._completions.column("line").to_numpy(),
+            pc.fill_null(hosts.indices, -1).to_numpy(),
+            texts.to_numpy() if self.texts is not None else None,
+        )
         cut_trig = np.searchsorted(codes[trig], np.arange(len(ordered) + 1))
         cut_done = np.searchsorted(codes[done], np.arange(len(ordered) + 1))
         numbers_trig = numbers[trig]
@@ -351,7 +370,10 @@ class Bulk:
         ids, times, durations, sizes = (column[start:end] for column in self._completed_columns)
         take = self._completions.slice(start, end - start)
         rows = np.arange(end - start)
-        return Completed(job, ids, times, durations, sizes, rows, take, self.paths, self.texts, self.pending)
+        place = tuple(None if column is None else column[start:end] for column in self._place)
+        return Completed(
+            job, ids, times, durations, sizes, rows, take, self.paths, self.texts, self.pending, place, self._hosts
+        )
 
     def any_duration(self) -> bool:
         import pyarrow.compute as pc
