@@ -265,6 +265,7 @@ def _through_parquet(frame, events):
     """The frame's rows as an Arrow table, written by Spark beside the events table and read here by pyarrow: a
     long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap.
     The `line` column holds each row's position instead of its text: the text stays in the file (Texts)."""
+    import numpy as np
     import pyarrow as pa
 
     from ..scan.scanner import _filesystem
@@ -278,7 +279,7 @@ def _through_parquet(frame, events):
     columns = [c for c in frame.columns if c != "line"]  # (Spark writes a file even for no rows)
     table = pa.concat_tables([file.read(columns=columns) for file in texts.files])
     at = frame.columns.index("line")
-    return table.add_column(at, "line", pa.array(range(table.num_rows), pa.int64())), texts
+    return table.add_column(at, "line", pa.array(np.arange(table.num_rows, dtype=np.int64))), texts
 
 
 class Texts:
