@@ -529,3 +529,141 @@ def test_bundles_scanned_together_get_each_its_own_checkpoints_in_bulk(spark, ru
         mine = analyse(together[b], views[b], None).checkpoints
         assert mine == analyse(alone, alone_manifest, None).checkpoints, run
         assert mine.jobs
+
+
+class _Counted:
+    """A table that counts what is asked of it whole: a pass per job over every row would show here."""
+
+    def __init__(self, table):
+        self._table, self.calls = table, 0
+
+    def __getattr__(self, name):
+        self.calls += 1
+        return getattr(self._table, name)
+
+
+def test_a_session_clusters_jobs_in_bulk_cost_no_pass_per_job():
+    """100,000 jobs in one JobManager log: the columns are read, sorted and cut by job once (the same calls on the
+    whole table for 10 jobs as for 300), and each job's analysis is the one it has alone."""
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    def run(jobs: int):
+        measures = []
+        for k in range(jobs):
+            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+        given = Measured()
+        given.checkpoints = _Counted(_as_columns(measures))
+        section, _ = analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jobmanager.log"})
+        return section, given.checkpoints.calls
+
+    (alone, _), (few, few_calls), (many, many_calls) = run(1), run(10), run(300)
+    assert len(few.jobs) == 10 and len(many.jobs) == 300
+    assert few_calls == many_calls > 0
+    for job in (few.jobs[3], many.jobs[123], many.jobs[-1]):
+        assert (job.counts, job.interval, job.percentiles, [p.duration_ms for p in job.series]) == (
+            alone.jobs[0].counts,
+            alone.jobs[0].interval,
+            alone.jobs[0].percentiles,
+            [p.duration_ms for p in alone.jobs[0].series],
+        )
+
+
+def test_the_series_of_many_jobs_share_one_bound():
+    """The report's checkpoint series are bounded in all: 3,000 jobs of 6 checkpoints each list at most
+    SERIES_MAX points together (each job at least its shortest and longest), with every count still whole."""
+    from flinkdoctor.analytics import checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    measures = []
+    for k in range(3000):
+        measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+    given = Measured()
+    given.checkpoints = _as_columns(measures)
+    section, _ = checkpoints.analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+    assert sum(len(job.series) for job in section.jobs) <= checkpoints.SERIES_MAX
+    for job in section.jobs:
+        assert job.counts == {"completed": 6}
+        assert [p.duration_ms for p in job.series] == [21, 26]  # its shortest and its longest
+
+
+def test_spark_actions_do_not_grow_with_jobs(spark, rules, tmp_path, monkeypatch):
+    """A session cluster's JobManager log names many jobs: a diagnosis runs the same Spark actions for 30 jobs as
+    for 3 (each stage once for all jobs, none per job), and each job gets the analysis it gets with fewer beside.
+    The log is a real run's JobManager log (the healthy 1.20.3 lab run) repeated, each copy with its own ids."""
+    from flinkdoctor.analytics import metrics
+    from flinkdoctor.pipeline import diagnose_bundles
+    from flinkdoctor.sources.ingest import ingest
+
+    monkeypatch.setattr(metrics, "FEW", 0)  # the checkpoints in columns, as a long run's
+    (log,) = unpacked(LAB / "1.20.3" / "healthy.tar.gz", tmp_path / "run").glob("*/log/*standalonesession*.log")
+    text = log.read_text("utf-8")
+    ids = sorted(set(re.findall(r"\b[0-9a-f]{32}\b", text)))
+
+    def diagnosed(copies: int):
+        folder = tmp_path / f"jobs-{copies}"
+        folder.mkdir()
+        with (folder / "jobmanager.log").open("w", encoding="utf-8") as out:
+            for k in range(copies):
+                fresh = {old: f"{k:08x}{n:024x}" for n, old in enumerate(ids)}
+                out.write(re.sub(r"\b[0-9a-f]{32}\b", lambda m, fresh=fresh: fresh[m.group()], text))
+        manifest = ingest([folder], tmp_path / f"in-{copies}")
+        group = f"jobs-axis-{copies}"
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            report = diagnose_bundles(spark, [manifest], tmp_path / f"work-{copies}", rules).reports[0]
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        return report, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+    (few, few_actions), (many, many_actions) = diagnosed(3), diagnosed(30)
+    assert few.checkpoints is not None and many.checkpoints is not None
+    assert len(few.checkpoints.jobs) == 3 and len(many.checkpoints.jobs) == 30
+    assert 0 < few_actions == many_actions
+
+    def shapes(report):
+        jobs = report.checkpoints.jobs
+        return {(tuple(sorted(j.counts.items())), tuple(sorted(j.percentiles.items()))) for j in jobs}
+
+    assert shapes(many) == shapes(few)
+    assert [r.rule for r in many.root_causes] == [r.rule for r in few.root_causes]
+
+
+def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
+    """A long run's completions keep no text in memory: their lines stay in the measures' file, and the points
+    a report shows (evidence) get theirs read back, the same as when the columns held every text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured, Texts
+    from flinkdoctor.sources.ingest import Manifest
+
+    measures = []
+    for k in range(40):
+        measures += _job_measures(f"{k:032x}", 0, 300, datetime(2026, 3, 1) + timedelta(hours=k))
+    columns = _as_columns(measures)
+    whole = Measured()
+    whole.checkpoints = columns
+    (tmp_path / "measures").mkdir()
+    for n, at in enumerate(range(0, columns.num_rows, 7000)):  # files of row groups, as Spark writes them
+        part = columns.select(["text"]).slice(at, 7000).rename_columns(["line"])
+        pq.write_table(part, tmp_path / "measures" / f"part-{n:05d}.snappy.parquet", row_group_size=2500)
+    stored = Measured()
+    stored.checkpoints = columns.set_column(
+        columns.schema.get_field_index("text"), "text", pa.array(range(columns.num_rows), pa.int64())
+    )
+    stored.texts = Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
+    effective, paths = Effective(), {0: "jobmanager.log"}
+    plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
+    read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
+    assert read == plain
+    shown = [(p.line, p.text) for j in read_jobs for p in j.points]  # each job's longest (here its latest)
+    assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points]
+    assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)

@@ -45,7 +45,7 @@ NEAR_TIMEOUT = 0.8  # p95 above this share of the timeout is a finding
 TREND_MIN_POINTS, TREND_MIN_SPAN_H, TREND_MIN_R = 5, 0.5, 0.5
 PERIODIC_MIN_GAPS, PERIODIC_MAX_SPREAD = 3, 0.25  # at least 4 failures, gaps within 25 % of their median
 EPISODE_S = 1.0  # failures closer than this are one episode (the same failure read from two sources)
-SERIES_MAX = 10_000  # points of one job's series in the report; more are thinned (_series)
+SERIES_MAX = 10_000  # points of all jobs' series in the report, shared evenly; more are thinned (_series)
 OVER_SHOWN = 1_000  # checkpoints longer than the interval given as evidence (the earliest and the latest half)
 
 
@@ -88,6 +88,10 @@ class Completed:
     rows: Any  # the job's rows of Bulk.table, in the same order
     table: Any
     paths: dict
+    texts: Any = None  # metrics.Texts when the table's `text` holds rows of its file, not the text
+    pending: list = field(default_factory=list)  # (Point, row) whose text Bulk.fill reads, all jobs' at once
+    place: tuple = ()  # numpy sid, line, host (a code of `hosts`, -1: none) and the text's row: no Arrow per job
+    hosts: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -122,14 +126,20 @@ class Completed:
         at = np.asarray(list(at) if not isinstance(at, np.ndarray) else at, dtype=np.int64)
         if not len(at):
             return []
-        rows = pa.array(self.rows[at])
-        sids = self.table.column("sid").take(rows).to_pylist()
-        lines = self.table.column("line").take(rows).to_pylist()
-        hosts = self.table.column("host").take(rows).to_pylist()
-        texts = self.table.column("text").take(rows).to_pylist()
+        rows = None
+        if self.place:
+            sids, lines = self.place[0][at].tolist(), self.place[1][at].tolist()
+            hosts = [self.hosts[code] for code in self.place[2][at].tolist()]
+            if self.texts is not None:  # read later, for every job at once (Bulk.fill)
+                rows, texts = self.place[3][at].tolist(), [""] * len(at)
+            else:
+                texts = self.table.column("text").take(pa.array(self.rows[at])).to_pylist()
+        else:
+            taken = self.table.select(["sid", "line", "host", "text"]).take(pa.array(self.rows[at])).to_pydict()
+            sids, lines, hosts, texts = taken["sid"], taken["line"], taken["host"], taken["text"]
         ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
         durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
-        return [
+        made = [
             Point(
                 self.job,
                 ids[k] if ids[k] >= 0 else None,
@@ -146,6 +156,9 @@ class Completed:
             )
             for k in range(len(at))
         ]
+        if rows is not None:
+            self.pending.extend(zip(made, rows, strict=True))
+        return made
 
     def over(self, ms: float) -> tuple[int, list[Point]]:
         """How many took longer than `ms`, and Points of the earliest and latest OVER_SHOWN of them."""
@@ -161,17 +174,21 @@ class Completed:
 
     def chosen(self) -> list[Point]:
         """The five longest (the earlier of equal ones first) and the last five with a duration."""
+        return list(self._chosen)
+
+    @cached_property
+    def _chosen(self) -> list[Point]:
         import numpy as np
 
         timed = np.flatnonzero(~np.isnan(self.durations_ms))
         longest = timed[np.lexsort((timed, -self.durations_ms[timed]))[:5]]
         return self.points(np.unique(np.concatenate([longest, timed[-5:]])))
 
-    def series_with(self, points: list[Point]) -> list[Point]:
+    def series_with(self, points: list[Point], most: int = SERIES_MAX) -> list[Point]:
         """_series of `points` and these together, with a Point made only for the rows it keeps."""
         import numpy as np
 
-        if len(points) + len(self) <= SERIES_MAX:
+        if len(points) + len(self) <= most:
             return sorted(points + self.points(range(len(self))), key=_in_time)
         listed = [p for p in points if p.status == "completed" and p.time is not None]
         rest = [p for p in points if p.status != "completed" or p.time is None]
@@ -184,7 +201,7 @@ class Completed:
         )
         order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
         micros = times[order].astype(np.int64)
-        spans = max(1, (SERIES_MAX - len(rest)) // 2)
+        spans = max(1, (most - len(rest)) // 2)
         quotient, remainder = divmod(int(micros[-1] - micros[0]), spans)  # timedelta / int: half to even
         width = quotient + (2 * remainder > spans or (2 * remainder == spans and quotient % 2 == 1))
         span = np.minimum(((micros - micros[0]) / width).astype(np.int64), spans - 1) if width else micros * 0
@@ -228,10 +245,24 @@ class Bulk:
 
     table: Any = None
     paths: dict = field(default_factory=dict)
+    texts: Any = None  # metrics.Texts: the completions' text, read for the Points made only (fill)
+    pending: list = field(default_factory=list)
+    _completions: Any = field(default=None, init=False, repr=False)  # completed rows by job (_by_job)
+    _completed_columns: tuple = field(default=(), init=False, repr=False)  # their ids, times, durations, sizes
+    _place: tuple = field(default=(), init=False, repr=False)  # their sid, line, host code, text row (numpy)
+    _hosts: list = field(default_factory=list, init=False, repr=False)  # host of each code; the last: none
 
     @staticmethod
-    def of(table, paths: dict[int, str]) -> Bulk:
-        return Bulk(table, paths) if table is not None and table.num_rows else Bulk()
+    def of(table, paths: dict[int, str], texts=None) -> Bulk:
+        return Bulk(table, paths, texts) if table is not None and table.num_rows else Bulk()
+
+    def fill(self) -> None:
+        """The text of every Point made from the columns, read from the measures' file in one pass."""
+        if self.pending:
+            points, rows = zip(*self.pending, strict=True)
+            for point, text in zip(points, self.texts.read(rows), strict=True):
+                point.text = text or ""
+            self.pending.clear()
 
     @property
     def rows(self) -> int:
@@ -239,30 +270,64 @@ class Bulk:
 
     @cached_property
     def _by_job(self) -> dict[str, dict]:
-        """Per job and kind, the rows (numpy, sorted by checkpoint for triggers, in time order for completions)."""
+        """Per job, its triggers' numbers and times (sorted by checkpoint) and the span of its completions in
+        `_completions` (in time order, untimed last). One sort of all rows and one cut at each job's boundary:
+        a session cluster's log has 100,000 jobs, and a pass over every row per job would be quadratic."""
         import numpy as np
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         if self.table is None:
             return {}
-        jobs = self.table.column("job").to_numpy(zero_copy_only=False)
-        kinds = self.table.column("kind").to_numpy(zero_copy_only=False)
+        encoded = pc.dictionary_encode(self.table.column("job").combine_chunks())
+        names = encoded.dictionary.to_pylist()
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
+        codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+        ordered = sorted(names)
+        kinds = pc.dictionary_encode(self.table.column("kind").combine_chunks())
+        kind_names = kinds.dictionary.to_pylist()
+        kind = kinds.indices.to_numpy(zero_copy_only=False)
+        trigger = kind_names.index("checkpoint-trigger") if "checkpoint-trigger" in kind_names else -1
+        complete = kind_names.index("checkpoint-completed") if "checkpoint-completed" in kind_names else -1
         numbers = pc.fill_null(self.table.column("checkpoint"), -1).to_numpy()
         times = self.table.column("time").to_numpy(zero_copy_only=False).astype("datetime64[us]")
         epochs = self.table.column("epoch_ms").to_numpy(zero_copy_only=False)
-        out: dict[str, dict] = {}
-        order = np.lexsort((numbers, times.astype(np.int64), jobs))
-        for job in np.unique(jobs).tolist():
-            rows = order[jobs[order] == job]
-            trig = rows[kinds[rows] == "checkpoint-trigger"]
-            trig = trig[numbers[trig] >= 0]
-            at = _epochs64(epochs[trig])
-            at = np.where(np.isnat(at), times[trig], at)
-            by_number = np.argsort(numbers[trig], kind="stable")
-            done = rows[kinds[rows] == "checkpoint-completed"]
-            nat_last = np.lexsort((numbers[done], times[done].astype(np.int64), np.isnat(times[done])))
-            out[job] = {"numbers": numbers[trig][by_number], "times": at[by_number], "completed": done[nat_last]}
-        return out
+        # triggers: by job, then checkpoint, then time, then file order (np.lexsort is stable)
+        trig = np.flatnonzero((kind == trigger) & (numbers >= 0))
+        trig = trig[np.lexsort((times[trig].astype(np.int64), numbers[trig], codes[trig]))]
+        at = _epochs64(epochs[trig])
+        at = np.where(np.isnat(at), times[trig], at)
+        # completions: by job, untimed last, then time, then checkpoint, then file order
+        done = np.flatnonzero(kind == complete)
+        done = done[np.lexsort((numbers[done], times[done].astype(np.int64), np.isnat(times[done]), codes[done]))]
+        self._completions = self.table.take(pa.array(done))
+        self._completed_columns = (
+            numbers[done],
+            times[done],
+            pc.fill_null(self._completions.column("duration_ms"), float("nan")).to_numpy(),
+            pc.fill_null(self._completions.column("bytes"), -1).to_numpy(),
+        )
+        hosts = pc.dictionary_encode(self._completions.column("host").combine_chunks())
+        self._hosts = [*hosts.dictionary.to_pylist(), None]
+        texts = self._completions.column("text")
+        self._place = (
+            self._completions.column("sid").to_numpy().astype(np.int64),
+            self._completions.column("line").to_numpy(),
+            pc.fill_null(hosts.indices, -1).to_numpy(),
+            texts.to_numpy() if self.texts is not None else None,
+        )
+        cut_trig = np.searchsorted(codes[trig], np.arange(len(ordered) + 1))
+        cut_done = np.searchsorted(codes[done], np.arange(len(ordered) + 1))
+        numbers_trig = numbers[trig]
+        return {
+            job: {
+                "numbers": numbers_trig[cut_trig[n] : cut_trig[n + 1]],
+                "times": at[cut_trig[n] : cut_trig[n + 1]],
+                "completed": (int(cut_done[n]), int(cut_done[n + 1])),
+            }
+            for n, job in enumerate(ordered)
+        }
 
     def jobs(self) -> set[str]:
         return set(self._by_job)
@@ -294,23 +359,20 @@ class Bulk:
         return (steps[np.diff(numbers) == 1] / 10**6 * 1000).tolist()
 
     def completed(self, job: str) -> Completed | None:
+        """The job's completions: slices of columns sorted once (_by_job), no copy per job."""
         import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
-        if job not in self._by_job or not len(self._by_job[job]["completed"]):
+        if job not in self._by_job:
             return None
-        rows = self._by_job[job]["completed"]
-        take = self.table.take(pa.array(rows))
+        start, end = self._by_job[job]["completed"]
+        if start == end:
+            return None
+        ids, times, durations, sizes = (column[start:end] for column in self._completed_columns)
+        take = self._completions.slice(start, end - start)
+        rows = np.arange(end - start)
+        place = tuple(None if column is None else column[start:end] for column in self._place)
         return Completed(
-            job,
-            pc.fill_null(take.column("checkpoint"), -1).to_numpy(),
-            take.column("time").to_numpy(zero_copy_only=False).astype("datetime64[us]"),
-            pc.fill_null(take.column("duration_ms"), float("nan")).to_numpy(),
-            pc.fill_null(take.column("bytes"), -1).to_numpy(),
-            np.arange(len(rows)),
-            take,
-            self.paths,
+            job, ids, times, durations, sizes, rows, take, self.paths, self.texts, self.pending, place, self._hosts
         )
 
     def any_duration(self) -> bool:
@@ -342,7 +404,7 @@ def analyse_checkpoints(
 ) -> tuple[CheckpointAnalytics, list[JobAnalysis]]:
     """Per job, its analysis. `measures` may carry the triggers and completions of a long run as columns
     (metrics.Measured.checkpoints): read in bulk (Bulk), with Points made only for what the report lists."""
-    bulk = Bulk.of(getattr(measures, "checkpoints", None), paths)
+    bulk = Bulk.of(getattr(measures, "checkpoints", None), paths, getattr(measures, "texts", None))
     triggers = {}
     for m in measures:
         if m.measures == "checkpoint-trigger" and m.captures.get("job"):
@@ -360,10 +422,12 @@ def analyse_checkpoints(
     for (job, number), at in triggers.items():
         if number is not None and at:
             started.setdefault(job, []).append((number, at))
+    most = max(2, SERIES_MAX // max(1, len(by_job)))  # 100,000 jobs of a session cluster: a report of bounded size
     analyses = [
-        _job(job, by_job[job], _gaps(started.get(job, [])) + bulk.gaps(job), effective, bulk.completed(job))
+        _job(job, by_job[job], _gaps(started.get(job, [])) + bulk.gaps(job), effective, bulk.completed(job), most)
         for job in sorted(by_job)
     ]
+    bulk.fill()  # the text of the points the report and findings show
     missing = []
     if not any(p.duration_ms is not None for p in points) and not bulk.any_duration():
         missing.append(
@@ -569,7 +633,12 @@ def _failures(points: list[Point], interval: Limit | None) -> tuple[FailurePatte
 
 
 def _job(
-    job: str, raw: list[Point], gaps: list[float], effective: Effective, bulk: Completed | None = None
+    job: str,
+    raw: list[Point],
+    gaps: list[float],
+    effective: Effective,
+    bulk: Completed | None = None,
+    most: int = SERIES_MAX,
 ) -> JobAnalysis:
     """One job's analysis from its own points, the gaps between its consecutive triggers, and its completions
     in bulk (a long run's, Completed): those outrank any other point of the same checkpoint (_merge)."""
@@ -611,7 +680,7 @@ def _job(
         evidence["checkpoint-longer-than-interval"] = over if len(over) <= OVER_SHOWN else _ends(over, OVER_SHOWN)
     report = CheckpointJob(
         job=job,
-        series=[_public(p) for p in (_series(points) if bulk is None else bulk.series_with(points))],
+        series=[_public(p) for p in (_series(points, most) if bulk is None else bulk.series_with(points, most))],
         counts=counts,
         timeout=timeout,
         interval=interval,
@@ -644,16 +713,17 @@ def _in_time(p: Point):
     return (p.time is None, p.time or datetime.min, p.id or 0)
 
 
-def _series(points: list[Point]) -> list[Point]:
-    """The points the report lists: every one, up to SERIES_MAX; past it (a long run checkpoints millions of
-    times) every point that did not complete, and the completed ones cut into equal time spans, each kept by its
-    shortest and longest: a report of bounded size that still shows every failure, spike and dip. Counts,
-    percentiles, trend and findings are taken from every point."""
-    if len(points) <= SERIES_MAX:
+def _series(points: list[Point], most: int = SERIES_MAX) -> list[Point]:
+    """The points the report lists: every one, up to `most` (the job's share of SERIES_MAX: a session cluster
+    runs thousands of jobs); past it (a long run checkpoints millions of times) every point that did not complete,
+    and the completed ones cut into equal time spans, each kept by its shortest and longest: a report of bounded
+    size that still shows every failure, spike and dip. Counts, percentiles, trend and findings are taken from
+    every point."""
+    if len(points) <= most:
         return points
     completed = [p for p in points if p.status == "completed" and p.time is not None]
     rest = [p for p in points if p.status != "completed" or p.time is None]
-    spans = max(1, (SERIES_MAX - len(rest)) // 2)
+    spans = max(1, (most - len(rest)) // 2)
     start = completed[0].time if completed else None
     width = (completed[-1].time - start) / spans if completed and start else None  # type: ignore[operator]
     extremes: dict[int, tuple[Point, Point]] = {}

@@ -106,18 +106,23 @@ def extract(
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
     cost of a first aggregation in a fresh JVM)."""
 
+    import pyarrow as pa
+
     if not metrics or measured == 0:
         return Measured()
-    many = None
+    many = texts = None
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        table = _through_parquet(_reduced(events, metrics), events)
+        table, texts = _through_parquet(_reduced(events, metrics), events)
         table, many = _split_columnar(table, metrics, blocks, manifest)
+        at = table.schema.get_field_index("line")  # the few other rows' lines, read back from the file
+        table = table.drop_columns(["line"]).add_column(at, "line", pa.array(texts.read(table.column("line"))))
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     found = Measured()
     found.checkpoints = many
+    found.texts = texts if many is not None else None
     for sid, block, first_rel, time, host, number, idx, line, captures, job in zip(*_columns(table), strict=True):
         source, metric = sources[sid], metrics[number]
         found.append(
@@ -139,21 +144,29 @@ def extract(
 
 class Measured(list):
     """The measures (a list of Measure), and, when there were many, the checkpoints' triggers and completions as
-    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions."""
+    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions.
+    Their lines' text stays in the file Spark wrote (`texts`): only the few a report shows are read back."""
 
     checkpoints = None
+    texts: Texts | None = None
 
     def by_bundle(self, bundle_of: dict[int, int], bundles: int) -> list[Measured]:
         """The measures of each bundle diagnosed together (source id -> bundle), the columns split as well."""
         import numpy as np
         import pyarrow as pa
 
+        if bundles == 1:  # (diagnose: one bundle, its measures as they are, no pass over the columns)
+            return [self]
         split = [Measured() for _ in range(bundles)]
+        for measured in split:
+            measured.texts = self.texts
         for measure in self:
             split[bundle_of[measure.sid]].append(measure)
         if self.checkpoints is not None:
             sid = self.checkpoints.column("sid").to_numpy()
-            owner = np.array([bundle_of[s] for s in sid.tolist()], dtype=np.int64)
+            owner_of = np.zeros(max(bundle_of, default=0) + 1, dtype=np.int64)
+            owner_of[np.fromiter(bundle_of, np.int64, len(bundle_of))] = np.fromiter(bundle_of.values(), np.int64)
+            owner = owner_of[sid]
             for b, measured in enumerate(split):
                 measured.checkpoints = self.checkpoints.filter(pa.array(owner == b))
         return split
@@ -177,21 +190,24 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     def capture(key: str):
         return pc.map_lookup(rows.column("captures"), key, "first")
 
-    offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
-    sid = rows.column("sid").to_numpy()
-    block = rows.column("block").to_numpy()
-    staged = rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
-    base = np.array([offsets.get((s, b), 0) for s, b in zip(sid.tolist(), block.tolist(), strict=True)], np.int64)
+    sid = rows.column("sid").to_numpy().astype(np.int64)
+    staged = _range_starts(blocks, sid, rows.column("block").to_numpy().astype(np.int64))
+    staged += rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
     line = np.empty(len(sid), dtype=np.int64)
-    for source_id in np.unique(sid).tolist():
+    for source_id in np.unique(sid).tolist():  # per source, not per row: arrays of lines
         at = sid == source_id
         source = sources[source_id]
-        if source.fixed_line or source.line_map is not None:
-            line[at] = [source.file_line(int(n)) for n in (base[at] + staged[at]).tolist()]
+        if source.fixed_line:
+            line[at] = source.fixed_line
+        elif source.line_map is not None:
+            line[at] = [source.file_line(int(n)) for n in staged[at].tolist()]
         else:
-            line[at] = source.line_offset + base[at] + staged[at]
-    hosts = pc.coalesce(rows.column("host"), pa.array([sources[s].host for s in sid.tolist()], pa.string()))
+            line[at] = source.line_offset + staged[at]
+    host_of: list[str | None] = [None] * (max(sources, default=0) + 1)
+    for source in sources.values():
+        host_of[source.id] = source.host
+    hosts = pc.coalesce(rows.column("host"), pa.array(host_of, pa.string()).take(pa.array(sid)))
     job = pc.coalesce(capture("job"), rows.column("job"), pa.scalar("unknown job"))
     columns = pa.table(
         {
@@ -206,10 +222,26 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
             "sid": rows.column("sid"),
             "line": pa.array(line),
             "host": hosts,
-            "text": rows.column("line"),
+            "text": rows.column("line"),  # (a row of the measures' file: Texts reads the line)
         }
     )
     return rest, columns
+
+
+def _range_starts(blocks: dict, sid, block):
+    """Per row (numpy arrays of source ids and ranges), the lines of its file before its range (as
+    block_offsets gives them; 0 for a range it does not list), looked up in bulk: a long run has millions."""
+    import numpy as np
+
+    offsets = block_offsets(blocks)
+    keys = np.fromiter((s << 32 | b for s, b in offsets), np.int64, len(offsets))
+    values = np.fromiter(offsets.values(), np.int64, len(offsets))
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    wanted = sid << 32 | block
+    at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    found = (keys[at] == wanted) if len(keys) else np.zeros(len(wanted), bool)
+    return np.where(found, values[at] if len(keys) else 0, 0).astype(np.int64)
 
 
 def _numbers(values, kind, read):
@@ -231,8 +263,10 @@ def _numbers(values, kind, read):
 
 def _through_parquet(frame, events):
     """The frame's rows as an Arrow table, written by Spark beside the events table and read here by pyarrow: a
-    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap."""
-    import pyarrow.parquet as pq
+    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap.
+    The `line` column holds each row's position instead of its text: the text stays in the file (Texts)."""
+    import numpy as np
+    import pyarrow as pa
 
     from ..scan.scanner import _filesystem
 
@@ -241,8 +275,51 @@ def _through_parquet(frame, events):
     out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
     frame.write.mode("overwrite").parquet(out)
     filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
-    table = pq.read_table(path, filesystem=filesystem)
-    return table.select(frame.columns)
+    texts = Texts(filesystem, path)
+    columns = [c for c in frame.columns if c != "line"]  # (Spark writes a file even for no rows)
+    table = pa.concat_tables([file.read(columns=columns) for file in texts.files])
+    at = frame.columns.index("line")
+    return table.add_column(at, "line", pa.array(np.arange(table.num_rows, dtype=np.int64))), texts
+
+
+class Texts:
+    """The measured lines' text, left in the Parquet file Spark wrote (one row per measure, in the order read):
+    a long run's millions of completions need their text only where a report shows one as evidence."""
+
+    def __init__(self, filesystem, path: str):
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        found = filesystem.get_file_info(fs.FileSelector(path, recursive=False))
+        names = sorted(f.path for f in found if f.is_file and f.path.endswith(".parquet"))
+        self.files = [pq.ParquetFile(name, filesystem=filesystem) for name in names]
+        groups = [(file, g) for file in self.files for g in range(file.num_row_groups)]
+        self._groups = groups
+        sizes = [file.metadata.row_group(g).num_rows for file, g in groups]
+        self._starts = [0]
+        for size in sizes:
+            self._starts.append(self._starts[-1] + size)
+
+    def read(self, rows) -> list[str | None]:
+        """The text of each row (positions as read, any order, an Arrow or numpy array): each row group that
+        holds one is read once, its `line` column only, so memory holds one group's lines at a time."""
+        import numpy as np
+
+        rows = np.asarray(rows, dtype=np.int64)
+        out: list[str | None] = [None] * len(rows)
+        if not len(rows):
+            return out
+        group = np.searchsorted(np.asarray(self._starts), rows, side="right") - 1
+        order = np.argsort(group, kind="stable")
+        cuts = np.flatnonzero(np.diff(group[order])) + 1
+        for chunk in np.split(order, cuts):
+            g = int(group[chunk[0]])
+            file, index = self._groups[g]
+            lines = file.read_row_group(index, columns=["line"]).column("line")
+            taken = lines.take(rows[chunk] - self._starts[g]).to_pylist()
+            for k, text in zip(chunk.tolist(), taken, strict=True):
+                out[k] = text
+        return out
 
 
 CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-declined", "checkpoint-failed")
