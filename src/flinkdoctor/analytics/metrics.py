@@ -272,8 +272,6 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
     split as it is read: a long run measures millions of checkpoints, which collected through the driver's JVM
     would fill its heap, and read whole would hold every row's strings at once. The `line` column holds each
     row's position instead of its text: the text stays in the file (Texts)."""
-    import numpy as np
-    import pyarrow as pa
 
     from ..scan.scanner import _filesystem
 
@@ -283,8 +281,18 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
     frame.write.mode("overwrite").parquet(out)
     filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
     texts = Texts(filesystem, path)
-    columns = [c for c in frame.columns if c != "line"]  # (Spark writes a file even for no rows)
-    at, known = frame.columns.index("line"), (metrics, blocks, manifest)
+    return (*_read_split(texts, metrics, blocks, manifest), texts)
+
+
+def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
+    """The measures' file read a batch at a time, each batch split (_split_columnar) as it is read, its `line`
+    the row's position: memory holds one batch's strings and the columns kept, not the whole file."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = texts.files[0].schema_arrow  # (Spark writes a file even for no rows)
+    columns = [c for c in schema.names if c != "line"]
+    at, known = schema.names.index("line"), (metrics, blocks, manifest)
     rests, manys, start = [], [], 0
     for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
@@ -293,11 +301,11 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
         rests.append(rest)
         manys.append(many)
     if not manys:  # no rows: the empty tables of the file's schema
-        empty = texts.files[0].schema_arrow.empty_table().select(columns)
+        empty = schema.empty_table().select(columns)
         rest, many = _split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)
         rests.append(rest)
         manys.append(many)
-    return pa.concat_tables(rests), pa.concat_tables(manys), texts
+    return pa.concat_tables(rests), pa.concat_tables(manys)
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
