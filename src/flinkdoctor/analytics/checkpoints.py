@@ -302,7 +302,8 @@ class Bulk:
         # completions: by job, untimed last, then time, then checkpoint, then file order
         done = np.flatnonzero(kind == complete)
         done = done[np.lexsort((numbers[done], times[done].astype(np.int64), np.isnat(times[done]), codes[done]))]
-        self._completions = self.table.take(pa.array(done))
+        kept = ["sid", "line", "host", "text", "duration_ms", "bytes"]  # (what Completed reads: no copy of the rest)
+        self._completions = self.table.select(kept).take(pa.array(done))
         self._completed_columns = (
             numbers[done],
             times[done],
