@@ -391,29 +391,25 @@ def _reduced(events, metrics: tuple[Metric, ...]):
         F.when(last, -block).otherwise(block).alias("k2"),
         F.when(last, -line).otherwise(line).cast("long").alias("k3"),
     )
-    row = F.struct("sid", "block", "first_rel", "time", "host", "m")
-    kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
-    trigger = F.col("r.m.metric").isin([n for n, m in enumerate(metrics) if m.measures == "checkpoint-trigger"])
-    columnar = F.col("r.m.metric").isin([n for n, m in enumerate(metrics) if m.measures in COLUMNAR])
-    captured = [  # a trigger gives only its time: no line, three captures (half of a long run's rows)
-        F.when(columnar & ~(trigger & F.lit(key in ("duration_ms", "bytes"))), F.col("r.m.captures")[key]).alias(
-            f"c_{key}"
-        )
-        for key in CAPTURED
-    ]
-    return kept.select(  # the triggers' and completions' captures as string columns, not a map (_split_columnar)
-        "r.sid",
-        "r.block",
-        "r.first_rel",
-        "r.time",
-        "r.host",
-        "r.m.metric",
-        "r.m.idx",
-        F.when(trigger, F.lit(None).cast("string")).otherwise(F.col("r.m.line")).alias("line"),
-        F.when(~columnar, F.col("r.m.captures")).alias("captures"),
-        "r.m.job",
-        *captured,
+    trigger, columnar = kind == "checkpoint-trigger", kind.isin(*COLUMNAR)
+    row = F.struct(  # what the driver reads, trimmed before the shuffle: a long run's rows are mostly these
+        "sid",
+        "block",
+        "first_rel",
+        "time",
+        "host",
+        F.col("m.metric").alias("metric"),
+        F.col("m.idx").alias("idx"),
+        F.when(~trigger, F.col("m.line")).alias("line"),  # a trigger gives only its time and captures
+        F.when(~columnar, captures).alias("captures"),  # the triggers' and completions': string columns, no map
+        F.col("m.job").alias("job"),
+        *[
+            F.when(columnar & ~(trigger & F.lit(key in ("duration_ms", "bytes"))), captures[key]).alias(f"c_{key}")
+            for key in CAPTURED
+        ],
     )
+    kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
+    return kept.select("r.*")  # (_split_columnar reads the captured columns)
 
 
 def _measured(events):
