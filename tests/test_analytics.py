@@ -667,3 +667,84 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     shown = [(p.line, p.text) for j in read_jobs for p in j.points]  # each job's longest (here its latest)
     assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points]
     assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)
+
+
+@pytest.mark.unit
+def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints(tmp_path, monkeypatch):
+    """The reduced measures' file (as `_reduced` writes it: the triggers' and completions' captures as string
+    columns) read a few rows at a time gives the columns it gives read whole, and the analysis the measures
+    themselves give; split by bundle, each bundle's analysis holds its own job only, though its columns' job
+    codes come from batches that held both."""
+    import types
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.sources.ingest import Manifest
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    jobs = ["1fdf09bfd9a6f5522794ffa2f96c327e", "e" * 32]
+    measures = sorted(
+        _job_measures(jobs[0], 0, 300, datetime(2026, 3, 1)) + _job_measures(jobs[1], 1, 200, datetime(2026, 3, 1)),
+        key=lambda x: (x.time, x.sid),  # both jobs' rows in every batch
+    )
+    trigger = [x.measures == "checkpoint-trigger" for x in measures]
+    captured = {
+        f"c_{key}": pa.array(
+            [
+                None if t and key in ("duration_ms", "bytes") else x.captures.get(key)
+                for x, t in zip(measures, trigger, strict=True)
+            ],
+            pa.string(),
+        )
+        for key in m.CAPTURED
+    }
+    file = pa.table(
+        {
+            "sid": pa.array([x.sid for x in measures], pa.int32()),
+            "block": pa.array([0] * len(measures), pa.int64()),
+            "first_rel": pa.array([x.line for x in measures], pa.int64()),
+            "time": pa.array([x.time for x in measures], pa.timestamp("us")),
+            "host": pa.array([None] * len(measures), pa.string()),
+            "metric": pa.array([number[x.metric] for x in measures], pa.int32()),
+            "idx": pa.array([0] * len(measures), pa.int32()),
+            "line": pa.array([None if t else x.text for x, t in zip(measures, trigger, strict=True)], pa.string()),
+            "captures": pa.array([None] * len(measures), pa.map_(pa.string(), pa.string())),
+            "job": pa.array([None] * len(measures), pa.string()),
+            **captured,
+        }
+    )
+    (tmp_path / "measures").mkdir()
+    for n, at in enumerate(range(0, file.num_rows, 400)):  # files of row groups, as Spark writes them
+        pq.write_table(file.slice(at, 400), tmp_path / "measures" / f"part-{n:05d}.parquet", row_group_size=150)
+    texts = m.Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
+    # the fields _split_columnar reads of each source (ingest's Source): a log from its first line, no host
+    manifest = types.SimpleNamespace(
+        sources=[types.SimpleNamespace(id=s, host=None, fixed_line=None, line_map=None, line_offset=0) for s in (0, 1)]
+    )
+    whole = m._read_split(texts, known, {}, manifest)
+    monkeypatch.setattr(m, "BATCH", 37)
+    rest, many = m._read_split(texts, known, {}, manifest)
+    assert rest.num_rows == whole[0].num_rows == 0
+    assert many.num_rows == len(measures) and many.column("text").to_pylist() == list(range(len(measures)))
+    assert many.to_pylist() == whole[1].to_pylist()
+
+    read = m.Measured()
+    read.checkpoints, read.texts = many, texts
+    held = m.Measured()  # the same rows with their text in the columns (test_completions_text_read_back...)
+    held.checkpoints = _as_columns(measures)
+    effective, paths = Effective(), {0: "jobmanager.log", 1: "jobmanager.log.1"}
+    bulk, bulk_jobs = analyse_checkpoints(read, Manifest([], Path("."), None), effective, paths)
+    alone, alone_jobs = analyse_checkpoints(held, Manifest([], Path("."), None), effective, paths)
+    assert bulk == alone and [j.counts for j in bulk.jobs] == [{"completed": 300}, {"completed": 200}]
+    shown = [(p.line, p.text) for j in bulk_jobs for p in j.points]
+    assert shown == [(p.line, p.text) for j in alone_jobs for p in j.points] and shown
+    for b, split in enumerate(read.by_bundle({0: 0, 1: 1}, 2)):
+        section, _ = analyse_checkpoints(split, Manifest([], Path("."), None), effective, paths)
+        assert [j.job for j in section.jobs] == [jobs[b]]
+        assert section.jobs[0] == alone.jobs[b]

@@ -280,10 +280,11 @@ class Bulk:
         if self.table is None:
             return {}
         encoded = pc.dictionary_encode(self.table.column("job").combine_chunks())
-        names = encoded.dictionary.to_pylist()
+        used, codes = np.unique(encoded.indices.to_numpy(zero_copy_only=False), return_inverse=True)
+        names = encoded.dictionary.take(pa.array(used, pa.int64())).to_pylist()  # (a bundle's: its jobs only)
         rank = np.empty(len(names), dtype=np.int64)
         rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
-        codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+        codes = rank[codes.reshape(-1)]
         ordered = sorted(names)
         kinds = pc.dictionary_encode(self.table.column("kind").combine_chunks())
         kind_names = kinds.dictionary.to_pylist()
@@ -301,7 +302,8 @@ class Bulk:
         # completions: by job, untimed last, then time, then checkpoint, then file order
         done = np.flatnonzero(kind == complete)
         done = done[np.lexsort((numbers[done], times[done].astype(np.int64), np.isnat(times[done]), codes[done]))]
-        self._completions = self.table.take(pa.array(done))
+        kept = ["sid", "line", "host", "text", "duration_ms", "bytes"]  # (what Completed reads: no copy of the rest)
+        self._completions = self.table.select(kept).take(pa.array(done))
         self._completed_columns = (
             numbers[done],
             times[done],

@@ -114,8 +114,7 @@ def extract(
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        table, texts = _through_parquet(_reduced(events, metrics), events)
-        table, many = _split_columnar(table, metrics, blocks, manifest)
+        table, many, texts = _through_parquet(_reduced(events, metrics), events, metrics, blocks, manifest)
         at = table.schema.get_field_index("line")  # the few other rows' lines, read back from the file
         table = table.drop_columns(["line"]).add_column(at, "line", pa.array(texts.read(table.column("line"))))
     offsets = block_offsets(blocks)
@@ -175,20 +174,26 @@ class Measured(list):
 COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
 
 
+CAPTURED = ("job", "checkpoint", "epoch_ms", "duration_ms", "bytes")  # the triggers' and completions' captures
+
+
 def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
     """(the rows of other kinds, the triggers and completions as typed columns: kind, job, checkpoint, time,
-    epoch_ms, duration_ms, bytes, sid, line (in the file), host, text)."""
+    epoch_ms, duration_ms, bytes, sid, line (in the file), host, text). The captures of the triggers and
+    completions are the string columns `_reduced` writes (`c_job`, ...); the strings kept (metric, kind, job,
+    host) are dictionary-encoded, so a long run's millions of rows cost their numbers and a code each."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
     bulk = pc.is_in(kinds, pa.array(COLUMNAR))
-    rest, rows = table.filter(pc.invert(bulk)), table.filter(bulk)
+    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED])
+    rows = table.filter(bulk)
     kinds = kinds.filter(bulk)
 
     def capture(key: str):
-        return pc.map_lookup(rows.column("captures"), key, "first")
+        return rows.column(f"c_{key}")
 
     sources = {s.id: s for s in manifest.sources}
     sid = rows.column("sid").to_numpy().astype(np.int64)
@@ -211,9 +216,9 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     job = pc.coalesce(capture("job"), rows.column("job"), pa.scalar("unknown job"))
     columns = pa.table(
         {
-            "metric": pa.array([m.id for m in metrics]).take(rows.column("metric")),
-            "kind": kinds,
-            "job": job,
+            "metric": pa.DictionaryArray.from_arrays(rows.column("metric").combine_chunks(), [m.id for m in metrics]),
+            "kind": pc.dictionary_encode(kinds),
+            "job": pc.dictionary_encode(job),
             "checkpoint": _numbers(capture("checkpoint"), pa.int64(), int),
             "time": rows.column("time"),
             "epoch_ms": _numbers(capture("epoch_ms"), pa.int64(), int),
@@ -221,7 +226,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
             "bytes": _numbers(capture("bytes"), pa.int64(), int),
             "sid": rows.column("sid"),
             "line": pa.array(line),
-            "host": hosts,
+            "host": pc.dictionary_encode(hosts),
             "text": rows.column("line"),  # (a row of the measures' file: Texts reads the line)
         }
     )
@@ -261,12 +266,12 @@ def _numbers(values, kind, read):
         return pa.array(out, kind)
 
 
-def _through_parquet(frame, events):
-    """The frame's rows as an Arrow table, written by Spark beside the events table and read here by pyarrow: a
-    long run measures millions of checkpoints, which collected through the driver's JVM would fill its heap.
-    The `line` column holds each row's position instead of its text: the text stays in the file (Texts)."""
-    import numpy as np
-    import pyarrow as pa
+def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
+    """(the rows of other kinds, the triggers and completions as columns (_split_columnar), the file's Texts):
+    the frame written by Spark beside the events table and read here by pyarrow, a batch at a time, each batch
+    split as it is read: a long run measures millions of checkpoints, which collected through the driver's JVM
+    would fill its heap, and read whole would hold every row's strings at once. The `line` column holds each
+    row's position instead of its text: the text stays in the file (Texts)."""
 
     from ..scan.scanner import _filesystem
 
@@ -276,10 +281,34 @@ def _through_parquet(frame, events):
     frame.write.mode("overwrite").parquet(out)
     filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
     texts = Texts(filesystem, path)
-    columns = [c for c in frame.columns if c != "line"]  # (Spark writes a file even for no rows)
-    table = pa.concat_tables([file.read(columns=columns) for file in texts.files])
-    at = frame.columns.index("line")
-    return table.add_column(at, "line", pa.array(np.arange(table.num_rows, dtype=np.int64))), texts
+    return (*_read_split(texts, metrics, blocks, manifest), texts)
+
+
+def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
+    """The measures' file read a batch at a time, each batch split (_split_columnar) as it is read, its `line`
+    the row's position: memory holds one batch's strings and the columns kept, not the whole file."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = texts.files[0].schema_arrow  # (Spark writes a file even for no rows)
+    columns = [c for c in schema.names if c != "line"]
+    at, known = schema.names.index("line"), (metrics, blocks, manifest)
+    rests, manys, start = [], [], 0
+    for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
+        rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
+        start += batch.num_rows
+        rest, many = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
+        rests.append(rest)
+        manys.append(many)
+    if not manys:  # no rows: the empty tables of the file's schema
+        empty = schema.empty_table().select(columns)
+        rest, many = _split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)
+        rests.append(rest)
+        manys.append(many)
+    return pa.concat_tables(rests), pa.concat_tables(manys)
+
+
+BATCH = 65_536  # rows of the measures' file read at a time
 
 
 class Texts:
@@ -362,23 +391,25 @@ def _reduced(events, metrics: tuple[Metric, ...]):
         F.when(last, -block).otherwise(block).alias("k2"),
         F.when(last, -line).otherwise(line).cast("long").alias("k3"),
     )
-    row = F.struct("sid", "block", "first_rel", "time", "host", "m")
-    kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
-    trigger = F.col("r.m.metric").isin([n for n, m in enumerate(metrics) if m.measures == "checkpoint-trigger"])
-    return kept.select(  # a trigger gives only its time: no line, three captures (half of a long run's rows)
-        "r.sid",
-        "r.block",
-        "r.first_rel",
-        "r.time",
-        "r.host",
-        "r.m.metric",
-        "r.m.idx",
-        F.when(trigger, F.lit(None).cast("string")).otherwise(F.col("r.m.line")).alias("line"),
-        F.when(trigger, F.map_filter("r.m.captures", lambda k, _: k.isin("checkpoint", "epoch_ms", "job")))
-        .otherwise(F.col("r.m.captures"))
-        .alias("captures"),
-        "r.m.job",
+    trigger, columnar = kind == "checkpoint-trigger", kind.isin(*COLUMNAR)
+    row = F.struct(  # what the driver reads, trimmed before the shuffle: a long run's rows are mostly these
+        "sid",
+        "block",
+        "first_rel",
+        "time",
+        "host",
+        F.col("m.metric").alias("metric"),
+        F.col("m.idx").alias("idx"),
+        F.when(~trigger, F.col("m.line")).alias("line"),  # a trigger gives only its time and captures
+        F.when(~columnar, captures).alias("captures"),  # the triggers' and completions': string columns, no map
+        F.col("m.job").alias("job"),
+        *[
+            F.when(columnar & ~(trigger & F.lit(key in ("duration_ms", "bytes"))), captures[key]).alias(f"c_{key}")
+            for key in CAPTURED
+        ],
     )
+    kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
+    return kept.select("r.*")  # (_split_columnar reads the captured columns)
 
 
 def _measured(events):
