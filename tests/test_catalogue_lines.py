@@ -118,3 +118,24 @@ def test_the_pass_joins_the_lines_it_scans_as_they_are(tmp_path):
     chosen = chosen[chosen < len(starts)]
     expected = b"".join(data[a:b].tobytes() for a, b in zip(starts[chosen], ends[chosen], strict=True))
     assert _joined(data, starts[chosen], ends[chosen]) == expected
+
+
+def test_rows_without_matches_are_built_from_offsets_as_python_lists_would_be():
+    """The matches', entries' and repeats' columns of a part where most rows hold none (a production part's
+    checkpoint lines): the same arrays as Arrow builds from one Python list per row."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.scanner import _entries_type, _matches_type, _repeats, _sparse_lists
+
+    lists = {
+        1: [{"entry": "jdk:eae3171d2a0a", "idx": 3}],
+        4: [{"entry": "flink:c8e958a5b1b3", "idx": 0}, {"entry": "jdk:eae3171d2a0a", "idx": 7}],
+    }
+    rows = [lists.get(i, []) for i in range(6)]
+    assert _sparse_lists(6, lists, _entries_type()).equals(pa.array(rows, type=_entries_type()))
+    assert _sparse_lists(3, {}, _matches_type()).equals(pa.array([[], [], []], type=_matches_type()))
+    match = [{"rule": "jvm-heap-oom", "captures": [("job_id", "x")], "idx": 2}]
+    assert _sparse_lists(2, {0: match}, _matches_type()).equals(pa.array([match, []], type=_matches_type()))
+    keep = np.array([2, 5, 9, 11], dtype=np.int64)
+    assert _repeats(keep, {5: 7, 11: 2, 30: 4}).tolist() == [1, 7, 1, 2]
+    assert _repeats(keep, {}).tolist() == [1, 1, 1, 1]

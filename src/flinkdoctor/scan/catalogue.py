@@ -251,7 +251,7 @@ def _joined(data: Bytes, begin: Positions, end: Positions) -> bytes:
     breaks = np.flatnonzero(begin[1:] != end[:-1]) + 1
     run_begin = begin[np.append(0, breaks)].tolist()
     run_end = end[np.append(breaks - 1, len(end) - 1)].tolist()
-    view = memoryview(np.ascontiguousarray(data)).cast("B")
+    view = np.ascontiguousarray(data).data.cast("B")
     return b"".join([view[a:b] for a, b in zip(run_begin, run_end, strict=True)])
 
 
@@ -309,8 +309,8 @@ def line_hits(
         if done:
             continue
         if line not in texts:
-            value = line_text(line)
-            texts[line] = None if FRAME.match(value) else value
+            raw = line_text(line)
+            texts[line] = None if FRAME.match(raw) else raw
         value = texts[line]
         if value is not None and python_regex(index.regexes[entry]).search(value):
             hits.setdefault(event, []).append({"entry": index.ids[entry], "idx": line - int(first[event])})

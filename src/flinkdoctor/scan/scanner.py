@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -401,7 +401,7 @@ class _Events:
                 entry_hits,
                 *[fields[name] for name in HEADER],
                 text,
-                pa.array([repeats.get(event, 1) for event in keep.tolist()], pa.int32()),
+                pa.array(_repeats(keep, repeats)),
             ],
             schema=_schema(),
         )
@@ -415,6 +415,20 @@ class _Events:
         if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
             return batch
         return batch.filter(needed)  # a candidate nothing matched is not kept
+
+
+def _repeats(keep: Positions, repeats: dict[int, int]) -> npt.NDArray[np.int32]:
+    """Per kept event (ascending), the events it stands for: 1, or its group's (_warned_groups)."""
+    import numpy as np
+
+    out = np.ones(len(keep), dtype=np.int32)
+    if repeats and len(keep):
+        events = np.fromiter(repeats, dtype=np.int64, count=len(repeats))
+        counts = np.fromiter(repeats.values(), dtype=np.int32, count=len(repeats))
+        at = np.minimum(np.searchsorted(keep, events), len(keep) - 1)
+        here = keep[at] == events
+        out[at[here]] = counts[here]
+    return out
 
 
 def _entry_hits(
@@ -433,10 +447,10 @@ def _entry_hits(
     (Candidates.hits); a row whose text masking changed is matched again on its masked text."""
     import pyarrow as pa
 
-    out: list[list[dict[str, str | int]]] = [[] for _ in range(len(keep))]
+    out: dict[int, list[dict[str, str | int]]] = {}
     index = matcher.catalogue if matcher is not None else None
     if index is None or not entries.entries:
-        return pa.array(out, type=_entries_type())
+        return _sparse_lists(len(keep), out, _entries_type())
     pasted = not layout_by_id(part.layout).timed
     found_of: dict[int, list[dict[str, str | int]]] = {}
     for row, event in enumerate(keep.tolist()):
@@ -451,7 +465,7 @@ def _entry_hits(
         found = entry_hits(index, value, entries.entries[int(keep[row])]) if masked[row] else found_of[row]
         if found and (pasted or lvl in WARN_WORDS or bool(headerless[row]) or TRACE.search(value)):
             out[row] = found
-    return pa.array(out, type=_entries_type())
+    return _sparse_lists(len(keep), out, _entries_type())
 
 
 def _entries_type() -> pa.ListType:
@@ -762,9 +776,9 @@ def _matches(
     import numpy as np
     import pyarrow as pa
 
-    matches: list[list[dict[str, object]]] = [[] for _ in range(len(text))]
+    matches: dict[int, list[dict[str, object]]] = {}
     if matcher is None:
-        return pa.array(matches, type=_matches_type()), pa.array(matches, type=measures_type())
+        return _sparse_lists(len(text), matches, _matches_type()), _sparse_lists(len(text), {}, measures_type())
     first_metric = matcher.first_metric
     offsets = sigs.offsets.to_numpy()
     numbers = sigs.values.to_numpy()
@@ -782,11 +796,27 @@ def _matches(
         for k, i in enumerate(rule_rows.tolist()):
             wanted = numbers[offsets[i] : offsets[i + 1]]
             event = Fields(texts[k], message[k], level[k], logger[k], thread[k], part.kind)
-            matches[i] = [
-                {"rule": rule, "captures": list(captures.items()), "idx": idx}
-                for rule, captures, idx in matcher.match(event, wanted[wanted < first_metric].tolist())
-            ]
-    return pa.array(matches, type=_matches_type()), measures(matcher.metrics, text, found, rows)
+            matched = matcher.match(event, wanted[wanted < first_metric].tolist())
+            if matched:
+                matches[i] = [
+                    {"rule": rule, "captures": list(captures.items()), "idx": idx} for rule, captures, idx in matched
+                ]
+    return _sparse_lists(len(text), matches, _matches_type()), measures(matcher.metrics, text, found, rows)
+
+
+def _sparse_lists(n: int, lists: Mapping[int, Sequence[object]], kind: pa.ListType) -> pa.ListArray:
+    """A list array of `n` rows, empty but for the rows in `lists`: from offsets, not from n Python lists (most
+    rows of a production part hold none)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = sorted(lists)
+    sizes = np.zeros(n, dtype=np.int32)
+    sizes[rows] = [len(lists[row]) for row in rows]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    values = pa.array([value for row in rows for value in lists[row]], type=kind.value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, type=kind)
 
 
 def _matches_type() -> pa.ListType:
