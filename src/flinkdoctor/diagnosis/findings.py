@@ -181,6 +181,34 @@ def chosen_events_of(events: DataFrame, rows: list[Keys]) -> DataFrame:
     return events.where(_ranges_of(rows)).join(F.broadcast(chosen), keys, "left_semi")
 
 
+def _rules_and_entries(events: DataFrame) -> DataFrame:
+    """match_events and catalogue_events without detail in one: a row per (event, rule) match and per (event,
+    entry) hit, told apart by `kind` ("rule" or "entry") and named by `name`: one read of the table's keys and
+    one aggregation for both."""
+    from pyspark.sql import functions as F
+
+    def named(kind: str, field: str) -> Callable[[Column], Column]:
+        return lambda item: F.struct(F.lit(kind).alias("kind"), item[field].alias("name"))
+
+    both = F.concat(F.transform("matches", named("rule", "rule")), F.transform("entries", named("entry", "entry")))
+    found = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
+    return found.select("sid", "bundle", "block", "first_rel", "time", F.explode(both).alias("g")).select(
+        "sid", "bundle", "block", "first_rel", "time", "g.kind", "g.name"
+    )
+
+
+def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys], list[Keys]]:
+    """earliest_and_latest's rows and groups of _rules_and_entries of one kind, named as its own aggregation
+    names them (`rule` or `entry`)."""
+
+    def renamed(keys: Keys) -> Keys:
+        out = {k: v for k, v in keys.items() if k not in ("kind", "name")}
+        out[kind] = keys["name"]
+        return out
+
+    return [renamed(r) for r in rows if r["kind"] == kind], [renamed(g) for g in groups if g["kind"] == kind]
+
+
 def collect_evidence(
     events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
 ) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
@@ -190,9 +218,10 @@ def collect_evidence(
     if matched <= FEW or catalogued <= FEW:
         findings, counts = collect_findings(events, blocks, manifest, matched)
         return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
-    rule_rows, groups = earliest_and_latest(match_events(events, detail=False), ["bundle", "rule"])
-    entry_rows, entry_groups = earliest_and_latest(catalogue_events(events, detail=False), ["bundle", "entry"])
-    chosen = chosen_events_of(events, rule_rows + entry_rows).cache()
+    rows, both = earliest_and_latest(_rules_and_entries(events), ["bundle", "kind", "name"])
+    rule_rows, groups = _of_kind(rows, both, "rule")
+    entry_rows, entry_groups = _of_kind(rows, both, "entry")
+    chosen = chosen_events_of(events, rows).cache()
     try:
         findings = detail_findings(events, blocks, manifest, rule_rows, chosen)
         hits = _catalogue_hits(events, blocks, manifest, entry_rows, entry_groups, chosen)
