@@ -123,3 +123,44 @@ def test_bundles_diagnosed_together_get_each_the_hits_it_gets_alone(spark, rules
         assert mine and all(hit.bundle == b for hit in together.catalogue_hits[b])
         own = {s.id for s in together.manifest.sources if together.bundle_of[s.id] == b}
         assert all(i.sid in own for hit in together.catalogue_hits[b] for i in hit.instances)
+
+
+def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_path, monkeypatch):
+    """Both chosen by aggregation (FEW 0, KEEP_PER_RULE 2: few instances of many): the findings and the hits of
+    collect_evidence are those of collect_findings and collect_catalogue_hits, and the events they chose are read
+    from the table once for the two, not once each."""
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.diagnosis import findings as fd
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    manifest = ingest([BUNDLE], tmp_path)
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=small_catalogue())
+    events = build_events(spark, manifest, tmp_path, matcher.prefilter, matcher=matcher)
+    table, matched, catalogued = events.table(spark), events.stats["matched"], events.stats["catalogued"]
+    monkeypatch.setattr(fd, "FEW", 0)
+    monkeypatch.setattr(fd, "KEEP_PER_RULE", 2)
+    reads = []
+    original = fd.chosen_events_of
+    monkeypatch.setattr(fd, "chosen_events_of", lambda *args: reads.append(1) or original(*args))
+
+    def shown(findings, counts, hits):
+        return (
+            sorted((f.rule, f.sid, f.line, f.time, f.text, f.job_id, f.event_text) for f in findings),
+            counts,
+            [
+                (h.bundle, h.entry, h.count, [(i.sid, i.line, i.time, i.text, i.event_text) for i in h.instances])
+                for h in hits
+            ],
+        )
+
+    apart = shown(
+        *fd.collect_findings(table, events.blocks, manifest, matched),
+        fd.collect_catalogue_hits(table, events.blocks, manifest, catalogued),
+    )
+    assert len(reads) == 2
+    together = shown(*fd.collect_evidence(table, events.blocks, manifest, matched, catalogued))
+    assert len(reads) == 3
+    assert together == apart
+    assert apart[0] and len(apart[2]) >= 2 and any(h[2] > 2 * 2 for h in apart[2])  # some entry had more than shown

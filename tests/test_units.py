@@ -261,8 +261,12 @@ def test_the_scan_masks_the_texts_that_need_it_each_in_its_own_row():
     ]
     expected = [mask(text) for text in texts]
     assert sum(a != b for a, b in zip(texts, expected, strict=True)) == 2
-    assert _masked(pa.array(texts)).to_pylist() == expected
-    assert _masked(pa.array(texts).slice(1)).to_pylist() == expected[1:]  # an array that starts at an offset
+    masked, changed = _masked(pa.array(texts))
+    assert masked.to_pylist() == expected
+    assert changed.tolist() == [a != b for a, b in zip(texts, expected, strict=True)]  # rows to match again
+    masked, changed = _masked(pa.array(texts).slice(1))  # an array that starts at an offset
+    assert masked.to_pylist() == expected[1:]
+    assert changed.tolist() == [a != b for a, b in zip(texts[1:], expected[1:], strict=True)]
 
 
 @pytest.mark.parametrize(

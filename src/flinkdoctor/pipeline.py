@@ -19,7 +19,7 @@ from .analytics import Analytics, analyse, analytics_rules, config_knowledge, ex
 from .analytics.metrics import Measure
 from .diagnosis.correlate import RootCause, correlate
 from .diagnosis.fallback import Catalogued, Outcome, fallback
-from .diagnosis.findings import CatalogueHit, Finding, collect_catalogue_hits, collect_findings, keep_applicable
+from .diagnosis.findings import CatalogueHit, Finding, collect_evidence, keep_applicable
 from .diagnosis.unexplained import baseline, collect_templates, explained_events, failure_time, top_templates
 from .knowledge.catalogue import load_catalogue
 from .knowledge.rulebook import Rule, load_rules
@@ -127,9 +127,11 @@ def diagnose_bundles(
     )
     lap("events_s")
     table = events.table(spark)
-    findings, counts = collect_findings(table, events.blocks, combined, events.stats["matched"])
+    findings, counts, catalogued = collect_evidence(
+        table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0)
+    )
     hits: list[list[CatalogueHit]] = [[] for _ in manifests]
-    for hit in collect_catalogue_hits(table, events.blocks, combined, events.stats.get("catalogued", 0)):
+    for hit in catalogued:
         hits[hit.bundle].append(hit)
     lap("findings_s")
     measures = extract(table, metrics, events.blocks, combined, events.stats.get("measured"))

@@ -151,20 +151,83 @@ def earliest_and_latest(found: DataFrame, by: list[str]) -> tuple[list[Keys], li
     return list(chosen.values()), counted
 
 
-def detail_findings(events: DataFrame, blocks: Blocks, manifest: Manifest, rows: list[Keys]) -> list[Finding]:
-    """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order."""
+def detail_findings(
+    events: DataFrame, blocks: Blocks, manifest: Manifest, rows: list[Keys], chosen_events: DataFrame | None = None
+) -> list[Finding]:
+    """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order.
+    `chosen_events`: the events they are in, already read (chosen_events_of), else read here."""
     from pyspark.sql import functions as F
 
     keys = ["sid", "block", "first_rel", "rule"]
-    spark = events.sparkSession
-    chosen = spark.createDataFrame(
+    if not rows:
+        return []
+    chosen = events.sparkSession.createDataFrame(
         [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, rule string"
     )
-    chosen_events = events.where(_ranges_of(rows)).join(
-        F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi"
-    )
-    detailed = (match_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()) if rows else []
+    if chosen_events is None:
+        chosen_events = chosen_events_of(events, rows)
+    detailed = match_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
     return _findings(detailed, blocks, manifest)
+
+
+def chosen_events_of(events: DataFrame, rows: list[Keys]) -> DataFrame:
+    """The events of the chosen rows (sid, block, first_rel): their ranges' files only (_ranges_of), then the rows."""
+    from pyspark.sql import functions as F
+
+    keys = ["sid", "block", "first_rel"]
+    chosen = events.sparkSession.createDataFrame(
+        sorted({tuple(int(row[k]) for k in keys) for row in rows}), "sid int, block long, first_rel long"
+    )
+    return events.where(_ranges_of(rows)).join(F.broadcast(chosen), keys, "left_semi")
+
+
+def _rules_and_entries(events: DataFrame) -> DataFrame:
+    """match_events and catalogue_events without detail in one: a row per (event, rule) match and per (event,
+    entry) hit, told apart by `kind` ("rule" or "entry") and named by `name`: one read of the table's keys and
+    one aggregation for both."""
+    from pyspark.sql import functions as F
+
+    def named(kind: str, field: str) -> Callable[[Column], Column]:
+        return lambda item: F.struct(F.lit(kind).alias("kind"), item[field].alias("name"))
+
+    both = F.concat(F.transform("matches", named("rule", "rule")), F.transform("entries", named("entry", "entry")))
+    found = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
+    return found.select("sid", "bundle", "block", "first_rel", "time", F.explode(both).alias("g")).select(
+        "sid", "bundle", "block", "first_rel", "time", "g.kind", "g.name"
+    )
+
+
+def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys], list[Keys]]:
+    """earliest_and_latest's rows and groups of _rules_and_entries of one kind, named as its own aggregation
+    names them (`rule` or `entry`)."""
+
+    def renamed(keys: Keys) -> Keys:
+        out = {k: v for k, v in keys.items() if k not in ("kind", "name")}
+        out[kind] = keys["name"]
+        return out
+
+    return [renamed(r) for r in rows if r["kind"] == kind], [renamed(g) for g in groups if g["kind"] == kind]
+
+
+def collect_evidence(
+    events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
+) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
+    """collect_findings and collect_catalogue_hits together: when both choose instances by aggregation, the events
+    they chose are read from the table once (their whole text is most of what a read of the table costs), kept
+    for the two details, and released."""
+    if matched <= FEW or catalogued <= FEW:
+        findings, counts = collect_findings(events, blocks, manifest, matched)
+        return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
+    rows, both = earliest_and_latest(_rules_and_entries(events), ["bundle", "kind", "name"])
+    rule_rows, groups = _of_kind(rows, both, "rule")
+    entry_rows, entry_groups = _of_kind(rows, both, "entry")
+    chosen = chosen_events_of(events, rows).cache()
+    try:
+        findings = detail_findings(events, blocks, manifest, rule_rows, chosen)
+        hits = _catalogue_hits(events, blocks, manifest, entry_rows, entry_groups, chosen)
+    finally:
+        chosen.unpersist()
+    return findings, {(g["bundle"], g["rule"]): g["cnt"] for g in groups}, hits
 
 
 def _findings(detailed: list[Row], blocks: Blocks, manifest: Manifest) -> list[Finding]:
@@ -300,26 +363,47 @@ def collect_catalogue_hits(
     """Per bundle (the events' `bundle`) every entry's exact count and its earliest and latest instances, as
     collect_findings does for rules: one job when the tasks counted few hits (`catalogued`), else the top-k
     aggregation, then the chosen events."""
-    from pyspark.sql import functions as F
-
     if not catalogued:
         return []
-    if catalogued <= FEW:
-        detailed = catalogue_events(events).collect()
-        counts: dict[tuple[int, str], int] = {}
-        for row in detailed:
-            counts[row.bundle, row.entry] = counts.get((row.bundle, row.entry), 0) + 1
-    else:
+    if catalogued > FEW:
         rows, groups = earliest_and_latest(catalogue_events(events, detail=False), ["bundle", "entry"])
-        counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
-        keys = ["sid", "block", "first_rel", "entry"]
-        chosen = events.sparkSession.createDataFrame(
-            [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, entry string"
-        )
-        chosen_events = events.where(_ranges_of(rows)).join(
-            F.broadcast(chosen.select(*keys[:3]).distinct()), keys[:3], "left_semi"
-        )
-        detailed = catalogue_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
+        return _catalogue_hits(events, blocks, manifest, rows, groups)
+    detailed = catalogue_events(events).collect()
+    counts: dict[tuple[int, str], int] = {}
+    for row in detailed:
+        counts[row.bundle, row.entry] = counts.get((row.bundle, row.entry), 0) + 1
+    return _hits_of(detailed, counts, blocks, manifest)
+
+
+def _catalogue_hits(
+    events: DataFrame,
+    blocks: Blocks,
+    manifest: Manifest,
+    rows: list[Keys],
+    groups: list[Keys],
+    chosen_events: DataFrame | None = None,
+) -> list[CatalogueHit]:
+    """The hits of the chosen instances (earliest_and_latest's rows and groups) in detail. `chosen_events`: the
+    events they are in, already read, else read here."""
+    from pyspark.sql import functions as F
+
+    counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
+    if not rows:
+        return _hits_of([], counts, blocks, manifest)
+    keys = ["sid", "block", "first_rel", "entry"]
+    chosen = events.sparkSession.createDataFrame(
+        [tuple(row[k] for k in keys) for row in rows], "sid int, block long, first_rel long, entry string"
+    )
+    if chosen_events is None:
+        chosen_events = chosen_events_of(events, rows)
+    detailed = catalogue_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
+    return _hits_of(detailed, counts, blocks, manifest)
+
+
+def _hits_of(
+    detailed: list[Row], counts: dict[tuple[int, str], int], blocks: Blocks, manifest: Manifest
+) -> list[CatalogueHit]:
+    """Each entry's hit: its count, and its instances from the detailed rows, earliest and latest."""
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
     instances: dict[tuple[int, str], list[CatalogueInstance]] = {}

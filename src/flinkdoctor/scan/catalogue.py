@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -221,8 +221,7 @@ def candidates(index: CatalogueIndex, data: Bytes, begin: Positions, end: Positi
         return none, none
     sizes = (end - begin).astype(np.int64)
     starts = np.cumsum(sizes) - sizes  # where each span starts in the joined bytes
-    total = int(sizes.sum())
-    joined = np.asarray(data)[np.repeat(begin - starts, sizes) + np.arange(total, dtype=np.int64)].tobytes()
+    joined = _joined(data, begin, end)
     ids: list[int] = []
     ends: list[int] = []
 
@@ -244,6 +243,18 @@ def candidates(index: CatalogueIndex, data: Bytes, begin: Positions, end: Positi
     return np.repeat(event, sizes), entries
 
 
+def _joined(data: Bytes, begin: Positions, end: Positions) -> bytes:
+    """The spans' bytes back to back: one slice per run of adjacent spans (the lines of an event between its
+    frames), not an index per byte (a gather through int64 offsets cost three times the pass itself)."""
+    import numpy as np
+
+    breaks = np.flatnonzero(begin[1:] != end[:-1]) + 1
+    run_begin = begin[np.append(0, breaks)].tolist()
+    run_end = end[np.append(breaks - 1, len(end) - 1)].tolist()
+    view = np.ascontiguousarray(data).data.cast("B")
+    return b"".join([view[a:b] for a, b in zip(run_begin, run_end, strict=True)])
+
+
 def _candidates_re2(index: CatalogueIndex, joined: bytes, starts: Positions) -> tuple[Positions, Positions]:
     """The same without Hyperscan: RE2 over the events, a pattern at a time (slow: a platform without its wheel)."""
     import numpy as np
@@ -259,6 +270,52 @@ def _candidates_re2(index: CatalogueIndex, joined: bytes, starts: Positions) -> 
             found_events.append(hit)
             found_entries.append(np.full(len(hit), entry, dtype=np.int64))
     return np.concatenate(found_events), np.concatenate(found_entries)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What the catalogue's pass found in a part: per event, the entries whose patterns its bytes hold
+    (ascending), and of those the entries a line of it matches, each with its first such line (entry_hits' rows)."""
+
+    entries: dict[int, list[int]]
+    hits: dict[int, list[dict[str, str | int]]]
+
+
+def line_hits(
+    index: CatalogueIndex,
+    events: Positions,
+    entries: Positions,
+    lines: Positions,
+    first: Positions,
+    line_text: Callable[[int], str],
+) -> Candidates:
+    """Candidates of the (event, entry, line) triples the pass found: an entry's pattern ends in that line's bytes.
+    The regex is tried on those lines only, in order, and the first that is no stack frame and that it matches is
+    the hit (its index from the event's `first` line). Its pattern covers the regex on any text (patterns.py), so
+    a line it matches holds a match of the pattern, and no other line needs the regex: entry_hits' answer on the
+    same text, without splitting every candidate event into lines."""
+    import numpy as np
+
+    order = np.lexsort((lines, entries, events))
+    found: dict[int, list[int]] = {}
+    hits: dict[int, list[dict[str, str | int]]] = {}
+    texts: dict[int, str | None] = {}
+    last: tuple[int, int] | None = None
+    done = False
+    for event, entry, line in zip(events[order].tolist(), entries[order].tolist(), lines[order].tolist(), strict=True):
+        if (event, entry) != last:
+            last, done = (event, entry), False
+            found.setdefault(event, []).append(entry)
+        if done:
+            continue
+        if line not in texts:
+            raw = line_text(line)
+            texts[line] = None if FRAME.match(raw) else raw
+        value = texts[line]
+        if value is not None and python_regex(index.regexes[entry]).search(value):
+            hits.setdefault(event, []).append({"entry": index.ids[entry], "idx": line - int(first[event])})
+            done = True
+    return Candidates(found, hits)
 
 
 def entry_hits(index: CatalogueIndex, text: str, entries: Iterable[int]) -> list[dict[str, str | int]]:

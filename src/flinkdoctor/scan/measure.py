@@ -49,7 +49,8 @@ def measures(
             pieces.append(_measured(position, regex, text, cand))
     pieces = [p for p in pieces if len(p[0])]
     if not pieces:
-        return pa.array([[] for _ in range(len(text))], type=measures_type())
+        empty = pa.array(np.zeros(len(text) + 1, dtype=np.int32))  # offsets: no row holds a measure
+        return pa.ListArray.from_arrays(empty, pa.array([], type=measures_type().value_type), type=measures_type())
     row = np.concatenate([p[0] for p in pieces])
     idx = np.concatenate([p[1] for p in pieces])
     metric = np.concatenate([np.full(len(p[0]), p[2], dtype=np.int32) for p in pieces])

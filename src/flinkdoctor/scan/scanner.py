@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from ..errors import InputChanged
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
-from .catalogue import candidates, entry_hits
+from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
@@ -273,7 +273,7 @@ class _Events:
             heads = heads[self.header[self.first[heads]]]
             warn[heads] = flag(self.test, self.text.take(self.first[heads]), self.test.warn)
         entries = self._catalogue_candidates(matcher, warn, capped)
-        keep[list(entries)] = True
+        keep[list(entries.entries)] = True
         repeats = self._warned_groups(np.flatnonzero(warn & ~keep))
         keep[list(repeats)] = True
         keep = np.flatnonzero(keep)
@@ -315,24 +315,33 @@ class _Events:
         kept.update({int(events[b]): 1 for b, n in zip(last, count, strict=True) if n > 1})
         return kept
 
-    def _catalogue_candidates(self, matcher: Matcher | None, warn: Flags, capped: Positions) -> dict[int, list[int]]:
+    def _catalogue_candidates(self, matcher: Matcher | None, warn: Flags, capped: Positions) -> Candidates:
         """Per event that can be failure evidence (at WARN level or above, of more than one line, without a header,
-        or in an untimed paste), the catalogue entries whose patterns its bytes hold (catalogue.py)."""
+        or in an untimed paste), the catalogue entries whose patterns its bytes hold (catalogue.py), and the
+        entries its lines match as they are in the part (a masked text is matched again: _entry_hits)."""
         import numpy as np
 
         index = matcher.catalogue if matcher is not None else None
         if index is None:
-            return {}
+            return Candidates({}, {})
         evidence = warn | (self.last > self.first) | ~self.header[self.first]
         if not layout_by_id(self.part.layout).timed:
             evidence[:] = True
         at = np.flatnonzero(evidence)
         lines, owner = self._lines_but_frames(at, capped)
         spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines])
-        found: dict[int, list[int]] = {}
-        for event, entry in zip(owner[spans].tolist(), numbers.tolist(), strict=True):
-            found.setdefault(event, []).append(entry)
-        return {event: sorted(set(numbers)) for event, numbers in found.items()}
+        return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_text)
+
+    def _line_text(self, line: int) -> str:
+        """A line as its event's text holds it: without its line end (and a piece's marker byte)."""
+        begin = int(self.starts[line]) + int(self.piece[line])
+        end = int(self.ends[line])
+        data = self.data
+        if end > begin and data[end - 1] == 10:
+            end -= 1
+        if end > begin and data[end - 1] == 13:
+            end -= 1
+        return bytes(data[begin:end]).decode("utf-8")
 
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
@@ -358,7 +367,7 @@ class _Events:
         found: dict[int, Positions],
         rows: Positions,
         matcher: Matcher | None,
-        entries: dict[int, list[int]],
+        entries: Candidates,
         repeats: dict[int, int],
     ) -> pa.RecordBatch:
         import numpy as np
@@ -368,7 +377,7 @@ class _Events:
         text = _spans(self.data, begin[keep], end[keep])
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
-        text = _masked(text)
+        text, masked = _masked(text)
         sigs = _signature_lists(found, rows, len(keep))
         first, part = self.first[keep], self.part
         orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
@@ -377,7 +386,7 @@ class _Events:
         fields = _header_fields(part, text, headerless)
         matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
         level = fields["level"]
-        entry_hits = _entry_hits(matcher, text, keep, entries, level, headerless | ~self.header[first], part)
+        entry_hits = _entry_hits(matcher, text, masked, keep, entries, level, headerless | ~self.header[first], part)
         batch = pa.RecordBatch.from_arrays(
             [
                 pa.array(np.full(n, part.sid, dtype=np.int32)),
@@ -392,7 +401,7 @@ class _Events:
                 entry_hits,
                 *[fields[name] for name in HEADER],
                 text,
-                pa.array([repeats.get(event, 1) for event in keep.tolist()], pa.int32()),
+                pa.array(_repeats(keep, repeats)),
             ],
             schema=_schema(),
         )
@@ -408,33 +417,55 @@ class _Events:
         return batch.filter(needed)  # a candidate nothing matched is not kept
 
 
+def _repeats(keep: Positions, repeats: dict[int, int]) -> npt.NDArray[np.int32]:
+    """Per kept event (ascending), the events it stands for: 1, or its group's (_warned_groups)."""
+    import numpy as np
+
+    out = np.ones(len(keep), dtype=np.int32)
+    if repeats and len(keep):
+        events = np.fromiter(repeats, dtype=np.int64, count=len(repeats))
+        counts = np.fromiter(repeats.values(), dtype=np.int32, count=len(repeats))
+        at = np.minimum(np.searchsorted(keep, events), len(keep) - 1)
+        here = keep[at] == events
+        out[at[here]] = counts[here]
+    return out
+
+
 def _entry_hits(
     matcher: Matcher | None,
     text: pa.Array,
+    masked: Flags,
     keep: Positions,
-    entries: dict[int, list[int]],
+    entries: Candidates,
     level: pa.Array,
     headerless: Flags,
     part: Part,
 ) -> pa.ListArray:
     """Per row, the catalogue entries it matches on a line that is no stack frame (entry id, line index), when
     the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
-    holding an exception or a stack frame (catalogue.py). Python's `re` on the candidates only."""
+    holding an exception or a stack frame (catalogue.py). The lines' hits were found on the part's lines
+    (Candidates.hits); a row whose text masking changed is matched again on its masked text."""
     import pyarrow as pa
 
-    out: list[list[dict[str, str | int]]] = [[] for _ in range(len(keep))]
+    out: dict[int, list[dict[str, str | int]]] = {}
     index = matcher.catalogue if matcher is not None else None
-    if index is None or not entries:
-        return pa.array(out, type=_entries_type())
-    rows = [i for i, event in enumerate(keep.tolist()) if event in entries]
+    if index is None or not entries.entries:
+        return _sparse_lists(len(keep), out, _entries_type())
     pasted = not layout_by_id(part.layout).timed
+    found_of: dict[int, list[dict[str, str | int]]] = {}
+    for row, event in enumerate(keep.tolist()):
+        if event in entries.entries:
+            found = entries.hits.get(event, []) if not masked[row] else None
+            if found is None or found:
+                found_of[row] = found if found is not None else []
+    rows = list(found_of)
     texts = text.take(pa.array(rows, pa.int64())).to_pylist()
     levels = level.take(pa.array(rows, pa.int64())).to_pylist()
     for row, value, lvl in zip(rows, texts, levels, strict=True):
-        found = entry_hits(index, value, entries[int(keep[row])])
+        found = entry_hits(index, value, entries.entries[int(keep[row])]) if masked[row] else found_of[row]
         if found and (pasted or lvl in WARN_WORDS or bool(headerless[row]) or TRACE.search(value)):
             out[row] = found
-    return pa.array(out, type=_entries_type())
+    return _sparse_lists(len(keep), out, _entries_type())
 
 
 def _entries_type() -> pa.ListType:
@@ -598,18 +629,22 @@ def _schema() -> pa.Schema:
     )
 
 
-def _masked(text: pa.Array) -> pa.Array:
-    """The texts with their secrets masked: the masks run only where RE2 finds a word one of them needs."""
+def _masked(text: pa.Array) -> tuple[pa.Array, Flags]:
+    """The texts with their secrets masked (the masks run only where RE2 finds a word one of them needs), and
+    which of them masking changed."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    changed = np.zeros(len(text), dtype=bool)
     hit = pc.match_substring_regex(text, TRIGGER_RE2)
     at = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
     if not len(at):
-        return text
-    masked = [mask(value) for value in text.take(pa.array(at)).to_pylist()]
-    return pc.replace_with_mask(text, hit, pa.array(masked, type=text.type))
+        return text, changed
+    values = text.take(pa.array(at)).to_pylist()
+    masked = [mask(value) for value in values]
+    changed[at] = [after != before for before, after in zip(values, masked, strict=True)]
+    return pc.replace_with_mask(text, hit, pa.array(masked, type=text.type)), changed
 
 
 # the header's fields as the events table keeps them (`ts` raw: Spark parses it when the table is read)
@@ -741,9 +776,9 @@ def _matches(
     import numpy as np
     import pyarrow as pa
 
-    matches: list[list[dict[str, object]]] = [[] for _ in range(len(text))]
+    matches: dict[int, list[dict[str, object]]] = {}
     if matcher is None:
-        return pa.array(matches, type=_matches_type()), pa.array(matches, type=measures_type())
+        return _sparse_lists(len(text), matches, _matches_type()), _sparse_lists(len(text), {}, measures_type())
     first_metric = matcher.first_metric
     offsets = sigs.offsets.to_numpy()
     numbers = sigs.values.to_numpy()
@@ -761,11 +796,27 @@ def _matches(
         for k, i in enumerate(rule_rows.tolist()):
             wanted = numbers[offsets[i] : offsets[i + 1]]
             event = Fields(texts[k], message[k], level[k], logger[k], thread[k], part.kind)
-            matches[i] = [
-                {"rule": rule, "captures": list(captures.items()), "idx": idx}
-                for rule, captures, idx in matcher.match(event, wanted[wanted < first_metric].tolist())
-            ]
-    return pa.array(matches, type=_matches_type()), measures(matcher.metrics, text, found, rows)
+            matched = matcher.match(event, wanted[wanted < first_metric].tolist())
+            if matched:
+                matches[i] = [
+                    {"rule": rule, "captures": list(captures.items()), "idx": idx} for rule, captures, idx in matched
+                ]
+    return _sparse_lists(len(text), matches, _matches_type()), measures(matcher.metrics, text, found, rows)
+
+
+def _sparse_lists(n: int, lists: Mapping[int, Sequence[object]], kind: pa.ListType) -> pa.ListArray:
+    """A list array of `n` rows, empty but for the rows in `lists`: from offsets, not from n Python lists (most
+    rows of a production part hold none)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = sorted(lists)
+    sizes = np.zeros(n, dtype=np.int32)
+    sizes[rows] = [len(lists[row]) for row in rows]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    values = pa.array([value for row in rows for value in lists[row]], type=kind.value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets), values, type=kind)
 
 
 def _matches_type() -> pa.ListType:

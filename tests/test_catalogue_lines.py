@@ -1,0 +1,141 @@
+"""The catalogue's pass matched line by line (scan/catalogue.py `line_hits`): each entry's regex is tried only on the
+lines its Hyperscan pattern ended in, and a hit is the same as the whole event's, split into lines and every line
+tried (`entry_hits`, which still decides for a text masking changed). Real logs of a lab recording
+(tests/data/lab/1.20.3/network-buffers.tar.gz) with the small catalogue of test_catalogue_scan.py, as they are, with
+CRLF line ends, with a GBK message in an exception line, and with a secret in one (hostile_input's)."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_catalogue_scan import small_catalogue
+
+from conftest import DATA
+from hostile_input import URL_SECRETS
+
+BUNDLE = DATA / "lab" / "1.20.3" / "network-buffers.tar.gz"
+TASKMANAGER = "flink-root-taskexecutor-0-vm.log"
+GBK = "磁盘空间不足".encode("gbk")  # an OS message in a Chinese locale's encoding: not UTF-8
+
+
+@pytest.fixture(scope="module")
+def matcher(rules):
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.scan.matcher import build_matcher
+
+    return build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=small_catalogue())
+
+
+def _log(tmp_path: Path) -> bytes:
+    with tarfile.open(BUNDLE) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(TASKMANAGER))
+        return archive.extractfile(member).read()
+
+
+def _variants(data: bytes) -> dict[str, bytes]:
+    """The log, and the same log with CRLF line ends, a GBK message appended to each IOException line, a secret
+    URL appended to each IOException line (masking changes those events' text)."""
+    io_line = b"java.io.IOException"
+    assert data.count(io_line) > 3
+    return {
+        "as recorded": data,
+        "crlf": data.replace(b"\n", b"\r\n"),
+        "gbk": b"\n".join(line + b" " + GBK if io_line in line else line for line in data.split(b"\n")),
+        "secret": b"\n".join(
+            line + b" " + URL_SECRETS[0].encode() if io_line in line else line for line in data.split(b"\n")
+        ),
+    }
+
+
+def _scanned(tmp_path: Path, name: str, data: bytes, matcher) -> list[dict]:
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.scanner import PartStats, scan_part
+    from flinkdoctor.sources.ingest import ingest
+
+    path = tmp_path / name / "taskmanager.log"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    manifest = ingest([path], tmp_path / name / "in")
+    rows = []
+    for part in [p for task in plan(manifest.text_sources, SPLIT_BYTES) for p in task]:
+        for out in scan_part(part, matcher.prefilter, matcher):
+            if not isinstance(out, PartStats):
+                rows += out.to_pylist()
+    return rows
+
+
+def _whole_event_hits(matcher, row: dict) -> list[dict]:
+    """What the scan recorded before line_hits: every entry tried on every line of the event's (masked) text."""
+    from flinkdoctor.scan.catalogue import entry_hits
+    from flinkdoctor.scan.headers import WARN_WORDS
+    from flinkdoctor.scan.scanner import TRACE
+
+    index = matcher.catalogue
+    found = entry_hits(index, row["text"], range(len(index.ids)))
+    evidence = row["level"] in WARN_WORDS or row["ts"] is None or TRACE.search(row["text"])
+    return found if evidence else []
+
+
+@pytest.mark.parametrize("variant", ["as recorded", "crlf", "gbk", "secret"])
+def test_line_hits_are_the_whole_events_hits(tmp_path, matcher, monkeypatch, variant):
+    from flinkdoctor.scan import scanner
+
+    whole_event_calls = []
+    original = scanner.entry_hits
+
+    def counted(*args):
+        whole_event_calls.append(args[1])
+        return original(*args)
+
+    monkeypatch.setattr(scanner, "entry_hits", counted)
+    rows = _scanned(tmp_path, variant.replace(" ", "-"), _variants(_log(tmp_path))[variant], matcher)
+    got = {(r["first_rel"], e["entry"], e["idx"]) for r in rows for e in r["entries"]}
+    expected = {(r["first_rel"], e["entry"], e["idx"]) for r in rows for e in _whole_event_hits(matcher, r)}
+    assert got == expected
+    assert len({entry for _, entry, _ in got}) >= 2  # the IOException entry and at least one other
+    if variant == "gbk":
+        assert any("\ufffd" in r["text"] for r in rows if r["entries"])  # the bytes shown, replaced, still a hit
+    if variant == "secret":  # only the events whose text masking changed are split whole and matched again
+        masked = [text for text in whole_event_calls if "******" in text]
+        assert masked and len(masked) == len(whole_event_calls)
+        assert not any(URL_SECRETS[0] in r["text"] for r in rows)
+    else:
+        assert whole_event_calls == []
+
+
+def test_the_pass_joins_the_lines_it_scans_as_they_are(tmp_path):
+    """The catalogue's pass scans the chosen lines back to back: runs of adjacent lines are one slice each."""
+    from flinkdoctor.scan.catalogue import _joined
+
+    data = np.frombuffer(_log(tmp_path), dtype=np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(data == 10) + 1])[:-1]
+    ends = np.append(starts[1:], len(data))
+    chosen = np.sort(np.random.default_rng(25).choice(len(starts), size=len(starts) // 3, replace=False))
+    chosen = np.unique(np.concatenate([chosen, chosen[:50] + 1]))  # some adjacent runs
+    chosen = chosen[chosen < len(starts)]
+    expected = b"".join(data[a:b].tobytes() for a, b in zip(starts[chosen], ends[chosen], strict=True))
+    assert _joined(data, starts[chosen], ends[chosen]) == expected
+
+
+def test_rows_without_matches_are_built_from_offsets_as_python_lists_would_be():
+    """The matches', entries' and repeats' columns of a part where most rows hold none (a production part's
+    checkpoint lines): the same arrays as Arrow builds from one Python list per row."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.scanner import _entries_type, _matches_type, _repeats, _sparse_lists
+
+    lists = {
+        1: [{"entry": "jdk:eae3171d2a0a", "idx": 3}],
+        4: [{"entry": "flink:c8e958a5b1b3", "idx": 0}, {"entry": "jdk:eae3171d2a0a", "idx": 7}],
+    }
+    rows = [lists.get(i, []) for i in range(6)]
+    assert _sparse_lists(6, lists, _entries_type()).equals(pa.array(rows, type=_entries_type()))
+    assert _sparse_lists(3, {}, _matches_type()).equals(pa.array([[], [], []], type=_matches_type()))
+    match = [{"rule": "jvm-heap-oom", "captures": [("job_id", "x")], "idx": 2}]
+    assert _sparse_lists(2, {0: match}, _matches_type()).equals(pa.array([match, []], type=_matches_type()))
+    keep = np.array([2, 5, 9, 11], dtype=np.int64)
+    assert _repeats(keep, {5: 7, 11: 2, 30: 4}).tolist() == [1, 7, 1, 2]
+    assert _repeats(keep, {}).tolist() == [1, 1, 1, 1]
