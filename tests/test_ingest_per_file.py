@@ -1,4 +1,6 @@
-"""Rolled families (`jobmanager.log`, `jobmanager.log.1`, ...): ingest reads a family's first file in full and
+"""Ingest's cost per file, and that what it reads stays the same.
+
+Rolled families (`jobmanager.log`, `jobmanager.log.1`, ...): ingest reads a family's first file in full and
 checks each further one against its layout (shapes.reads_as) instead of running every shape's test on it. A
 member in another shape must still be read as it would be alone, and the full reading must not be run once per
 file of a family that is plainly one layout.
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from flinkdoctor.sources import ingest as ingest_module
+from flinkdoctor.sources.classify import HEAD_BYTES, KIND_MARKERS, marker_votes
 from flinkdoctor.sources.ingest import ingest
 
 DATA = Path(__file__).parent / "data"
@@ -140,3 +143,19 @@ def test_a_rolled_file_in_any_pasted_shape_is_read_as_it_would_be_alone(tmp_path
     (bundle / "jobmanager.log.2").write_text(plain[1], encoding="utf-8")
     read = _read(bundle, tmp_path / "work")
     assert read == _each_alone(bundle, tmp_path / "alone", monkeypatch)
+
+
+def test_the_markers_counted_in_one_pass_are_counted_as_each_on_its_own():
+    """Classification's marker votes, counted in one pass (Hyperscan where it is installed), equal str.count's
+    per marker, on the head of every text file of the test data and of the lab's logs."""
+    heads = [p.read_bytes()[:HEAD_BYTES] for p in sorted(DATA.rglob("*")) if p.is_file() and p.suffix != ".gz"]
+    heads += [text.encode("utf-8")[:HEAD_BYTES] for _, text in _lab_logs()]
+    compared = 0
+    for head in heads:
+        if b"\x00" in head[:8192]:
+            continue
+        text = head.decode("utf-8", "replace")
+        expected = {kind: sum(text.count(marker) for marker in markers) for kind, markers in KIND_MARKERS.items()}
+        assert marker_votes(text) == expected
+        compared += any(expected.values())
+    assert compared > 100
