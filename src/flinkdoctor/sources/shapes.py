@@ -9,8 +9,9 @@ a structured record becomes one 'shape-record' header line followed by its messa
 trace (escaped `\\n\\t` unescaped), a resource becomes a line per field (kubernetes.py). The shape is decided from
 the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps, per copied line, the
 line of the original file it came from, so evidence cites the original. Files in no unusual shape cost the head
-check and nothing more. The shapes themselves are data (layouts/shapes.yaml). Which shapes real pastes take, and
-how well they are read, is measured by the shape-invariance suite (tests/metamorphic).
+check and nothing more; a rolled file of a family read plainly costs only `reads_as`. The shapes themselves are
+data (layouts/shapes.yaml). Which shapes real pastes take, and how well they are read, is measured by the
+shape-invariance suite (tests/metamorphic).
 """
 
 from __future__ import annotations
