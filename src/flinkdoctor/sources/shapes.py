@@ -779,11 +779,15 @@ def _line_steps(plan_: Plan, numbered: Iterable[tuple[int, str]], shapes: Shapes
 def _localized_in(lines: list[str], shapes: Shapes) -> bool:
     """Whether a sample line holds a localized error text. One search over the lines joined by newlines finds
     what a search per line finds: the texts hold no newline, and the lookahead after one reads a newline as it
-    reads a line's end (not ' (')."""
+    reads a line's end (not ' ('). Lines of ASCII alone hold none when no text is ASCII alone."""
+    texts = shapes.localized or {}
+    joined = "\n".join(lines)
+    if joined.isascii() and not any(text.isascii() for text in texts):
+        return False  # every localized text holds a character no ASCII line has (told at C speed)
     pattern = _localized_text(shapes)
-    if any("\n" in text for text in shapes.localized or {}):
+    if any("\n" in text for text in texts):
         return any(pattern.search(line) for line in lines)
-    return pattern.search("\n".join(lines)) is not None
+    return pattern.search(joined) is not None
 
 
 def _localized_text(shapes: Shapes) -> re.Pattern[str]:
