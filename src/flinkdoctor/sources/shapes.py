@@ -384,21 +384,23 @@ def _fitting(lines: list[str], shapes: Shapes) -> bool:
     if min(_indent(line) for line in lines):
         return True
     prefixes = _any_prefix(shapes.strips)
+    if prefixes is None:
+        return any(strip.prefix.match(line) for strip in shapes.strips for line in lines)
     return any(prefixes.match(line) for line in lines)
 
 
 @cache
-def _any_prefix(strips: tuple[Strip, ...]) -> re.Pattern[str]:
-    """The strips' prefixes as one alternation: it matches at a line's start exactly when one of them does (they
-    hold no backreference that the alternation's numbering would shift)."""
-    return re.compile("|".join(f"(?:{_unnamed(strip.prefix.pattern)})" for strip in strips) or "(?!)")
-
-
-def _unnamed(pattern: str) -> str:
-    """A regex with its named groups made plain groups (names may repeat across the alternatives)."""
-    if re.search(r"\(\?P=|\\[1-9]", pattern):
-        raise RuleError(f"a strip's prefix may not hold a backreference: {pattern!r}")
-    return re.sub(r"\(\?P<\w+>", "(", pattern)
+def _any_prefix(strips: tuple[Strip, ...]) -> re.Pattern[str] | None:
+    """The strips' prefixes as one alternation, which matches at a line's start exactly when one of them does; None
+    when they cannot be joined so (a backreference the alternation would renumber, a flag of their own): then each
+    is tried on its own."""
+    if any(re.search(r"\(\?P=|\\[1-9]", strip.prefix.pattern) for strip in strips):
+        return None
+    unnamed = (re.sub(r"\(\?P<\w+>", "(", strip.prefix.pattern) for strip in strips)  # names may repeat
+    try:
+        return re.compile("|".join(f"(?:{pattern})" for pattern in unnamed) or "(?!)")
+    except re.error:
+        return None
 
 
 def _best_strip(
