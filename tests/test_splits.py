@@ -208,3 +208,32 @@ def test_bulk_header_test_agrees_with_the_layout_regex_on_real_lines():
         got[maybe] = flag(test, _lines_array(array, starts).take(np.flatnonzero(maybe)))
         assert list(got) == expected[: len(starts)], path
     assert len(seen) >= 4, seen
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        list(range(100_000)),  # a bundle of rolled files of one layout: one range
+        [0, 1, 2, 3, 7, 9, 10, 11, 12, 40],  # runs and ids alone
+        list(range(0, 400, 2)),  # every other source (two layouts taking turns): no run at all
+        [i for i in range(1000) if i % 5],  # more runs than are written as ranges
+        [5],
+    ],
+)
+def test_the_sources_condition_holds_for_exactly_its_sources(ids):
+    """The SQL that picks a layout's sources for parsing their times, evaluated by SQLite (the same BETWEEN, IN
+    and OR of integers as Spark SQL) for every id around them."""
+    import sqlite3
+
+    from flinkdoctor.scan.events import sid_condition
+
+    condition = sid_condition(ids)
+    assert condition is not None
+    if ids == list(range(len(ids))):
+        assert len(condition) < 64  # one range, whatever the number of sources
+    with sqlite3.connect(":memory:") as db:
+        db.execute("CREATE TABLE t (sid INTEGER)")
+        db.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(-2, max(ids) + 3)])
+        picked = [row[0] for row in db.execute(f"SELECT sid FROM t WHERE {condition} ORDER BY sid")]
+    assert picked == sorted(ids)
+    assert sid_condition([]) is None

@@ -218,8 +218,34 @@ def _sid_in(ids: list[int]) -> Column:
     7 s for 5,000 sources."""
     from pyspark.sql import functions as F
 
-    ids = sorted({int(i) for i in ids})
-    return F.expr(f"sid IN ({', '.join(map(str, ids))})") if ids else F.lit(False)
+    condition = sid_condition(ids)
+    return F.expr(condition) if condition else F.lit(False)
+
+
+MAX_RANGES = 64  # runs of consecutive ids written as ranges, at most (an OR of more is a deep expression)
+
+
+def sid_condition(ids: list[int]) -> str | None:
+    """SQL that holds for exactly these source ids (None for none): runs of consecutive ids as ranges, the others
+    in one IN list. Ingest numbers sources in walking order, so a bundle of 100,000 rolled files of one layout is
+    one range, not 100,000 literals for Spark to parse and plan at every read of the events table."""
+    ordered = sorted({int(i) for i in ids})
+    if not ordered:
+        return None
+    runs: list[list[int]] = []
+    for sid in ordered:
+        if runs and runs[-1][1] == sid - 1:
+            runs[-1][1] = sid
+        else:
+            runs.append([sid, sid])
+    ranges = [(first, last) for first, last in runs if last - first >= 2]
+    if len(ranges) > MAX_RANGES:
+        ranges = []
+    ranged = {sid for first, last in ranges for sid in range(first, last + 1)}
+    single = [sid for sid in ordered if sid not in ranged]
+    terms = [f"sid BETWEEN {first} AND {last}" for first, last in ranges]
+    terms += [f"sid IN ({', '.join(map(str, single))})"] if single else []
+    return " OR ".join(terms)
 
 
 def _time(times: Times) -> Column:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -139,7 +141,7 @@ def classify(name: str, text: str, layout: str) -> str:
         return "kernel"
     if layout == "zookeeper-server":
         return "zookeeper"
-    votes = {kind: sum(text.count(marker) for marker in markers) for kind, markers in KIND_MARKERS.items()}
+    votes = marker_votes(text)
     if "flink" not in text.lower():  # ResourceManager, JobMaster, ... are Hadoop words too
         for kind in ("flink-jobmanager", "flink-taskmanager", "flink-client"):
             votes[kind] = 0
@@ -150,6 +152,54 @@ def classify(name: str, text: str, layout: str) -> str:
         votes["kernel"] = votes.get("kernel", 0) + 1
     kind, score = max(votes.items(), key=lambda item: item[1])
     return kind if score > 0 else "unknown"
+
+
+def marker_votes(text: str) -> dict[str, int]:
+    """Per kind, the occurrences of its markers in the text (str.count's, summed), in one pass over it: a head is
+    up to HEAD_BYTES and counting each marker on its own read it once per marker (1.3 ms a 100 KB head)."""
+    counter = _marker_counter()
+    if counter is None:
+        return {kind: sum(text.count(marker) for marker in markers) for kind, markers in KIND_MARKERS.items()}
+    database, owners = counter
+    counts = [0] * len(owners)
+
+    def found(pattern: int, start: int, end: int, flags: int, context: object) -> None:
+        counts[pattern] += 1
+
+    database.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=found)
+    votes = dict.fromkeys(KIND_MARKERS, 0)
+    for kind, count in zip(owners, counts, strict=True):
+        votes[kind] += count
+    return votes
+
+
+@cache
+def _marker_counter() -> tuple[Any, tuple[str, ...]] | None:
+    """(Hyperscan database of every marker, the kind of each pattern), or None without Hyperscan or when a marker
+    is not plain ASCII or could overlap itself ('abab'): Hyperscan reports every occurrence, overlapping ones too,
+    str.count only the ones that do not overlap; the two agree when no occurrence can overlap another of itself.
+    Occurrences of different markers may overlap ('StandaloneResourceManager', 'ResourceManager') and are each
+    reported, as str.count counts them."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    markers = [(kind, marker) for kind, kinds in KIND_MARKERS.items() for marker in kinds]
+    if not all(marker.isascii() and not _overlaps_itself(marker) for _, marker in markers):
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[re.escape(marker).encode("ascii") for _, marker in markers],
+        ids=list(range(len(markers))),
+        elements=len(markers),
+        flags=[0] * len(markers),
+    )
+    return database, tuple(kind for kind, _ in markers)
+
+
+def _overlaps_itself(marker: str) -> bool:
+    """Whether two occurrences of the marker can overlap: some proper prefix of it is also its suffix."""
+    return any(marker[:n] == marker[-n:] for n in range(1, len(marker)))
 
 
 FLINK_LOG_HOST = re.compile(

@@ -22,14 +22,15 @@ from ..runtime.workdir import fresh_folder, remove
 from . import yarn
 from .archives import Budget, is_archive, unpack
 from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, host_from_path, structured
-from .layouts import detect_layout
+from .layouts import detect_layout, layout_by_id
 from .rest import render, rest_events
-from .shapes import LineMap, is_record, plan
+from .shapes import LineMap, is_record, plan, reads_as
 from .staging import restage, stage
 
 DEFAULT_MAX_UNPACKED = 20 * 1024**3
 YEAR_RE = re.compile(rb"\b((?:19|20)\d\d)-\d\d-\d\d[ T]\d\d:\d\d")
 SYSLOG_HOST = re.compile(r"^[A-Z][a-z]{2}\s+\d+\s+[\d:]+\s+(\S+)\s")
+ROLLED = re.compile(r"^(.+)\.\d+$")  # a rolled file: jobmanager.log.1, flink-...-taskexecutor-0-host.log.12
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ class _Walker:
         self.skipped: list[dict[str, str]] = []
         self.years: list[int] = []
         self.archives = 0
+        # a rolled family (folder, file name without its roll number) -> the layout its first file read plainly as
+        self.families: dict[tuple[str, str], str] = {}
 
     def skip(self, display: str, reason: str) -> None:
         self.skipped.append({"path": display, "reason": reason})
@@ -232,7 +235,14 @@ class _Walker:
             self.budget.charge(staged.size, display)
         if staged.truncated:
             self.skip(display, staged.truncated)
-        shape, line_map = None if b"\x00" in staged.head[:8192] else plan(staged.head), None
+        family = _family(display)
+        known = self.families.get(family)
+        binary = b"\x00" in staged.head[:8192]
+        if known is not None and not binary and reads_as(staged.head, layout_by_id(known).python_regex):
+            shape, line_map = None, None  # read as its family's first file was: no shape, the same layout
+        else:
+            known = None
+            shape, line_map = None if binary else plan(staged.head), None
         if shape is not None:  # wrapped, structured or decorated: read into plain text once, here
             staged, line_map = restage(staged, shape)
         head = staged.head
@@ -248,9 +258,12 @@ class _Walker:
         if b"\x00" in head[:8192]:
             self.sources.append(Source(sid, shown, "unknown", "none", binary=True, **place, **read))
             return
-        self.years += [int(y) for y in YEAR_RE.findall(head[:65536])[:1]]
+        year = YEAR_RE.search(head, 0, 65536)  # the first date's year (findall's first, without the rest)
+        self.years += [int(year.group(1))] if year else []
         text = head.decode("utf-8", "replace")
-        layout = (shape and shape.layout) or detect_layout(text.splitlines()[:2000])
+        layout = known or (shape and shape.layout) or detect_layout(text.splitlines()[:2000])
+        if shape is None and family not in self.families and "level" in layout_by_id(layout).python_regex.groupindex:
+            self.families[family] = layout  # its further rolled files are checked against it (shapes.reads_as)
         if layout == "syslog" and host is None:
             m = SYSLOG_HOST.match(text)
             place["host"] = m.group(1) if m else None
@@ -276,6 +289,14 @@ class _Walker:
                 fixed_line=1,
             )
         )
+
+
+def _family(display: str) -> tuple[str, str]:
+    """The rolled family of a file: its folder and its name without a roll number (`jobmanager.log.3` and
+    `jobmanager.log` are one family)."""
+    path = PurePosixPath(display)
+    rolled = ROLLED.match(path.name)
+    return str(path.parent), rolled.group(1) if rolled else path.name
 
 
 def _head(path: Path) -> tuple[bytes, bool]:

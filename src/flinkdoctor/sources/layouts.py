@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,8 +38,9 @@ class Layout:
     utc: bool = False  # times are UTC already (no --timezone shift)
     detect: bool = True  # offered to layout detection (False: only set by flinkdoctor itself)
 
-    @property
+    @cached_property
     def python_regex(self) -> re.Pattern[str]:
+        """Compiled once per layout: detection asks for it per sample line."""
         return python_regex(self.header)
 
     def group_index(self, name: str) -> int:
@@ -118,19 +119,35 @@ NEARLY = 0.9  # share of the best layout's matches within which a layout with le
 def detect_layout(lines: list[str]) -> str:
     """The layout whose header matches most sample lines; 'plain' when no timestamped layout matches any. A layout
     that reads a level wins over one that does not when it matches nearly as many (NEARLY): one damaged header (a
-    foreign byte in it) must not hand a log to a layout that reads only its times."""
+    foreign byte in it) must not hand a log to a layout that reads only its times.
+
+    Layouts are counted in order, and counting stops at a layout with levels that reads every line some layout
+    reads: none after it can read more, and of equals the first wins, so the answer is that of counting all. A
+    log of a known layout so costs about two matches a line instead of one per layout."""
     sample = [line for line in lines if line.strip()][:400]
     if not sample:
         return "plain"
-    counted = []
-    for layout in load_layouts():
-        if layout.id == "plain" or not layout.detect:
-            continue
-        regex = layout.python_regex
-        counted.append((layout, sum(1 for line in sample if regex.match(line))))
-    most = max((hits for _, hits in counted), default=0)
-    if not most:
+    offered = _detected()
+    readable = sum(1 for line in sample if any(regex.match(line) for _, regex, _ in offered))
+    if not readable:
         return "plain"
-    near = [(layout, hits) for layout, hits in counted if hits >= NEARLY * most]
-    best, _ = max(near, key=lambda item: ("level" in item[0].python_regex.groupindex, item[1]))  # first of equals
+    counted = []
+    for layout, regex, levels in offered:
+        hits = sum(1 for line in sample if regex.match(line))
+        counted.append((layout, hits, levels))
+        if levels and hits == readable:
+            break
+    most = max(hits for _, hits, _ in counted)
+    near = [(layout, hits, levels) for layout, hits, levels in counted if hits >= NEARLY * most]
+    best, _, _ = max(near, key=lambda item: (item[2], item[1]))  # first of equals
     return best.id
+
+
+@cache
+def _detected() -> tuple[tuple[Layout, re.Pattern[str], bool], ...]:
+    """(layout, its regex, whether it reads a level) of every layout offered to detection, in the file's order."""
+    return tuple(
+        (layout, layout.python_regex, "level" in layout.python_regex.groupindex)
+        for layout in load_layouts()
+        if layout.id != "plain" and layout.detect
+    )

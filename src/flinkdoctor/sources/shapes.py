@@ -9,8 +9,9 @@ a structured record becomes one 'shape-record' header line followed by its messa
 trace (escaped `\\n\\t` unescaped), a resource becomes a line per field (kubernetes.py). The shape is decided from
 the head alone (`plan`), the copy is written streaming (`normalise`), and a `LineMap` keeps, per copied line, the
 line of the original file it came from, so evidence cites the original. Files in no unusual shape cost the head
-check and nothing more. The shapes themselves are data (layouts/shapes.yaml). Which shapes real pastes take, and
-how well they are read, is measured by the shape-invariance suite (tests/metamorphic).
+check and nothing more; a rolled file of a family read plainly costs only `reads_as`. The shapes themselves are
+data (layouts/shapes.yaml). Which shapes real pastes take, and how well they are read, is measured by the
+shape-invariance suite (tests/metamorphic).
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from typing import Any
 
 from ..errors import RuleError
 from ..jsondata import JSONObject
-from ..knowledge.regexes import checked
+from ..knowledge.regexes import checked, sre, sre_parse
 from ..knowledge.validation import read_yaml, schema, schema_problems
 from .kubernetes import is_resource, resource_lines
 from .layouts import load_layouts
 
 SAMPLE_LINES = 400  # head lines the shape is decided on
+MEMBER_LINES = 20  # first lines of a rolled file checked against its family's layout (reads_as)
 MAX_JOIN_LINES = 200  # a record (CRI/Docker partial lines, a terminal-wrapped JSON object) spans at most this many
 MAX_JOIN_BYTES = 4 * 1024 * 1024
 MAX_ROUNDS = 4  # strips applied one after another at most (a quote marker, then indentation, ...)
@@ -209,12 +211,17 @@ class LineMap:
 # -- detection -------------------------------------------------------------------------------------------------
 
 
-def plan(head: bytes) -> Plan | None:
-    """The shape of a file from its head (UTF-8, as staged), or None when it is read as it is."""
+def _sample(head: bytes) -> list[str]:
+    """The head's first SAMPLE_LINES lines that are not blank, a last line cut by the head's size left out."""
     lines = head.decode("utf-8", "replace").splitlines()
     if len(lines) > 1 and not head.endswith(b"\n"):
         lines = lines[:-1]  # cut by the head's size
-    lines = [line for line in lines if line.strip()][:SAMPLE_LINES]
+    return [line for line in lines if line.strip()][:SAMPLE_LINES]
+
+
+def plan(head: bytes) -> Plan | None:
+    """The shape of a file from its head (UTF-8, as staged), or None when it is read as it is."""
+    lines = _sample(head)
     if not lines:
         return None
     shapes = load_shapes()
@@ -231,13 +238,33 @@ def plan(head: bytes) -> Plan | None:
         lines = [text for _, text in _split(split, enumerate(lines, 1), shapes)]
     strips, width, wrap_first, lines = _line_plan(lines, shapes)
     records, timed = _records(lines, shapes)
-    localized = any(_localized_text(shapes).search(line) for line in lines)
+    localized = _localized_in(lines, shapes)
     table = any(EVENT_TABLE.match(line) for line in lines)
     if wrapper is None and split is None and not strips and width is None and not localized and not table:
         return None
     split_id = split.id if split else None
     return Plan(
         wrapper, records, strips, timed, split_id, width, localized=localized, event_table=table, wrap_first=wrap_first
+    )
+
+
+def reads_as(head: bytes, header: re.Pattern[str]) -> bool:
+    """Whether a file plainly reads as a log of the layout `header` (its header regex) with no shape to take off:
+    its first MEMBER_LINES lines are each that layout's header or a stack trace line (no prefix, wrapper, record,
+    or hard-wrapped remainder), and no line of the sample holds lines run together, a localized error text or an
+    event table. The check for a rolled file (`jobmanager.log.3`) of a family whose first file was read so
+    (ingest): cheaper than `plan` and detection, and False (read in full) whenever it is not plain."""
+    lines = _sample(head)
+    first = lines[:MEMBER_LINES]
+    if not first or not header.match(first[0]):
+        return False
+    if not all(header.match(line) or TRACE_LINE.match(line) or EXCEPTION_HEAD.match(line) for line in first):
+        return False
+    shapes = load_shapes()
+    return not (
+        _split_of(lines, shapes) is not None
+        or _localized_in(lines, shapes)
+        or any(EVENT_TABLE.match(line) for line in lines)
     )
 
 
@@ -256,7 +283,7 @@ def _line_plan(lines: list[str], shapes: Shapes) -> tuple[tuple[str, ...], int |
     after = stripped(lines, strips)
     width = _wrap_width(after, framed="table" in strips)
     best = (strips, width, False, after if width is None else [t for _, t in _unwrapped(width, enumerate(after, 1))])
-    first = _wrap_width(lines)
+    first = width if not strips else _wrap_width(lines)  # nothing stripped: the same sample, the same width
     if first is not None:
         joined = [t for _, t in _unwrapped(first, enumerate(lines, 1))]
         later = _strips(joined, shapes)
@@ -353,9 +380,27 @@ def _candidates(lines: list[str], shapes: Shapes) -> list[tuple[str, Strip | Non
 
 
 def _fitting(lines: list[str], shapes: Shapes) -> bool:
-    return any(
-        strip is None or any(strip.prefix.match(line) for line in lines) for _, strip in _candidates(lines, shapes)
-    )
+    """Whether some strip fits some line (indentation fits when every line is indented)."""
+    if min(_indent(line) for line in lines):
+        return True
+    prefixes = _any_prefix(shapes.strips)
+    if prefixes is None:
+        return any(strip.prefix.match(line) for strip in shapes.strips for line in lines)
+    return any(prefixes.match(line) for line in lines)
+
+
+@cache
+def _any_prefix(strips: tuple[Strip, ...]) -> re.Pattern[str] | None:
+    """The strips' prefixes as one alternation, which matches at a line's start exactly when one of them does; None
+    when they cannot be joined so (a backreference the alternation would renumber, a flag of their own): then each
+    is tried on its own."""
+    if any(re.search(r"\(\?P=|\\[1-9]", strip.prefix.pattern) for strip in strips):
+        return None
+    unnamed = (re.sub(r"\(\?P<\w+>", "(", strip.prefix.pattern) for strip in strips)  # names may repeat
+    try:
+        return re.compile("|".join(f"(?:{pattern})" for pattern in unnamed) or "(?!)")
+    except re.error:
+        return None
 
 
 def _best_strip(
@@ -383,9 +428,22 @@ def _best_strip(
 def _split_of(lines: list[str], shapes: Shapes) -> Split | None:
     """The split whose marker stands several times on the sample's lines (lines run together), if any."""
     for split in shapes.splits:
-        markers = sum(len(split.marker.findall(line)) for line in lines)
+        needed = _needed_char(split.marker)
+        markers = sum(len(split.marker.findall(line)) for line in lines if needed is None or needed in line)
         if markers >= 2 and markers > len(lines):
             return split
+    return None
+
+
+@cache
+def _needed_char(pattern: re.Pattern[str]) -> str | None:
+    """A character every match of the regex holds (a literal in its top-level sequence), or None: a line without
+    it cannot match, which a substring test tells far faster than the regex engine."""
+    if pattern.flags & re.IGNORECASE:
+        return None
+    for op, value in sre_parse.parse(pattern.pattern, pattern.flags):
+        if op is sre.LITERAL:
+            return chr(value)
     return None
 
 
@@ -434,12 +492,15 @@ def _starts_line(line: str) -> bool:
 
 def _header(line: str) -> bool:
     """A whole header of a layout that reads more than a time (a broken one lacks its message)."""
-    return any(
-        layout.detect
-        and layout.timed
-        and {"level", "logger"} & set(layout.python_regex.groupindex)
-        and layout.python_regex.match(line)
+    return any(regex.match(line) for regex in _header_regexes())
+
+
+@cache
+def _header_regexes() -> tuple[re.Pattern[str], ...]:
+    return tuple(
+        layout.python_regex
         for layout in load_layouts()
+        if layout.detect and layout.timed and {"level", "logger"} & set(layout.python_regex.groupindex)
     )
 
 
@@ -453,17 +514,16 @@ def _unwrapped(width: int, numbered: Iterable[tuple[int, str]]) -> Iterator[tupl
         if pending is not None:
             first, text = pending
             word = line.split(None, 1)[0] if line.strip() else ""
-            broken = len(last) + 1 + len(word) > width or (DATED.match(text) and not _header(text))
-            if (
+            if (  # the cheap tests first: most lines of a log begin a line of their own
                 word
                 and last.strip()
-                and not RULE_LINE.match(last)
-                and not RULE_LINE.match(line)
                 and line[:1] not in " \t"
-                and broken
                 and parts < MAX_JOIN_LINES
                 and len(text) < MAX_JOIN_BYTES
                 and (not _starts_line(line) or CAUSE_ALONE.match(last))
+                and not RULE_LINE.match(last)
+                and not RULE_LINE.match(line)
+                and (len(last) + 1 + len(word) > width or (DATED.match(text) and not _header(text)))  # broken
             ):
                 cut_word = len(last) == width and " " not in last.strip()  # a word folded at the width
                 pending, parts, last = (first, text + ("" if cut_word else " ") + line), parts + 1, line
@@ -716,6 +776,20 @@ def _line_steps(plan_: Plan, numbered: Iterable[tuple[int, str]], shapes: Shapes
     if plan_.event_table:
         numbered = event_rows(numbered)
     return numbered
+
+
+def _localized_in(lines: list[str], shapes: Shapes) -> bool:
+    """Whether a sample line holds a localized error text. One search over the lines joined by newlines finds
+    what a search per line finds: the texts hold no newline, and the lookahead after one reads a newline as it
+    reads a line's end (not ' ('). Lines of ASCII alone hold none when no text is ASCII alone."""
+    texts = shapes.localized or {}
+    joined = "\n".join(lines)
+    if joined.isascii() and not any(text.isascii() for text in texts):
+        return False  # every localized text holds a character no ASCII line has (told at C speed)
+    pattern = _localized_text(shapes)
+    if any("\n" in text for text in texts):
+        return any(pattern.search(line) for line in lines)
+    return pattern.search(joined) is not None
 
 
 def _localized_text(shapes: Shapes) -> re.Pattern[str]:
