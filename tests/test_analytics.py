@@ -683,6 +683,7 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
 
     from flinkdoctor.analytics import metrics as m
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
     from flinkdoctor.analytics.config import Effective
     from flinkdoctor.sources.ingest import Manifest
 
@@ -731,8 +732,10 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
     monkeypatch.setattr(m, "BATCH", 37)
     rest, many = m._read_split(texts, known, {}, manifest)
     assert rest.num_rows == whole[0].num_rows == 0
-    assert many.num_rows == len(measures) and many.column("text").to_pylist() == list(range(len(measures)))
-    assert many.to_pylist() == whole[1].to_pylist()
+    assert len(many) == len(measures) and many.c_row.tolist() == [n for n, t in enumerate(trigger) if not t]
+    assert many.jobs == whole[1].jobs and many.hosts == whole[1].hosts
+    for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
+        assert getattr(many, name).tolist() == getattr(whole[1], name).tolist(), name
 
     read = m.Measured()
     read.checkpoints, read.texts = many, texts
