@@ -191,22 +191,35 @@ class Completed:
         rest = [p for p in points if p.status != "completed" or p.time is None]
         rest += self.points(np.flatnonzero(np.isnat(self.times)))  # (kept, as _series keeps untimed ones)
         timed = np.flatnonzero(~np.isnat(self.times))
-        times = np.concatenate([self.times[timed], np.array([p.time for p in listed], "datetime64[us]")])
-        ids = np.concatenate([self.ids[timed], np.array([p.id or 0 for p in listed], np.int64)])
-        durations = np.concatenate(
-            [np.nan_to_num(self.durations_ms[timed], nan=0.0), np.array([p.duration_ms or 0 for p in listed], float)]
-        )
-        order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
-        micros = times[order].astype(np.int64)
+        every = len(timed) == len(self)  # (then the columns themselves, no copy)
+        if listed:
+            times = np.concatenate([self.times[timed], np.array([p.time for p in listed], "datetime64[us]")])
+            ids = np.concatenate([self.ids[timed], np.array([p.id or 0 for p in listed], np.int64)])
+            durations = np.concatenate(
+                [self.durations_ms[timed], np.array([p.duration_ms or 0 for p in listed], np.float64)]
+            )
+            order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
+            del ids
+        else:  # (the columns are in the series order already: by time, then checkpoint)
+            times = self.times if every else self.times[timed]
+            durations = self.durations_ms if every else self.durations_ms[timed]
+            order = None
+        micros = (times if order is None else times[order]).view(np.int64)
         spans = max(1, (most - len(rest)) // 2)
         quotient, remainder = divmod(int(micros[-1] - micros[0]), spans)  # timedelta / int: half to even
         width = quotient + (2 * remainder > spans or (2 * remainder == spans and quotient % 2 == 1))
         span = np.minimum(((micros - micros[0]) / width).astype(np.int64), spans - 1) if width else micros * 0
-        position, value = np.arange(len(order)), durations[order]
-        low = np.lexsort((position, value, span))  # per span its shortest, the earliest of equal ones
-        high = np.lexsort((position, -value, span))
-        firsts = [at[np.flatnonzero(np.diff(np.append(-1, span[at])))] for at in (low, high)]
-        chosen = order[np.unique(np.concatenate(firsts))]
+        value = durations if order is None else durations[order]
+        # per span (spans follow the order: each a run of positions) its shortest and its longest, the earliest of
+        # equal ones (argmin and argmax give the first); an absent duration counts as 0
+        starts = np.flatnonzero(np.diff(span, prepend=-1))
+        ends = np.append(starts[1:], len(span))
+        picked: set[int] = set()
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            run = np.nan_to_num(value[start:end], nan=0.0)
+            picked.update((start + int(np.argmin(run)), start + int(np.argmax(run))))
+        positions = np.array(sorted(picked), dtype=np.int64)
+        chosen = positions if order is None else order[positions]
         ours = chosen[chosen < len(timed)]
         theirs = [listed[i - len(timed)] for i in chosen[chosen >= len(timed)].tolist()]
         return sorted(self.points(timed[ours]) + theirs + rest, key=_in_time)
@@ -215,24 +228,24 @@ class Completed:
         """_trend over these and the job's other completed points, in time order."""
         import numpy as np
 
-        times = np.concatenate(
-            [
-                self.times,
-                np.array([p.time for p in completed if p.time and p.duration_ms is not None], "datetime64[us]"),
-            ]
-        )
-        values = np.concatenate(
-            [self.durations_ms, np.array([p.duration_ms for p in completed if p.time and p.duration_ms is not None])]
-        )
-        ids = np.concatenate(
-            [self.ids, np.array([p.id or 0 for p in completed if p.time and p.duration_ms is not None], np.int64)]
-        )
-        keep = ~np.isnat(times) & ~np.isnan(values)
-        order = np.lexsort((ids[keep], times[keep]))
-        times, values = times[keep][order], values[keep][order]
+        listed = [p for p in completed if p.time and p.duration_ms is not None]
+        if listed:
+            times = np.concatenate([self.times, np.array([p.time for p in listed], "datetime64[us]")])
+            values = np.concatenate([self.durations_ms, np.array([p.duration_ms for p in listed])])
+            ids = np.concatenate([self.ids, np.array([p.id or 0 for p in listed], np.int64)])
+            keep = ~np.isnat(times) & ~np.isnan(values)
+            order = np.lexsort((ids[keep], times[keep]))
+            times, values = times[keep][order], values[keep][order]
+        else:  # (the columns are in this order already: by time, then checkpoint; no copy when all are timed)
+            keep = ~np.isnat(self.times) & ~np.isnan(self.durations_ms)
+            every = bool(keep.all())
+            times = self.times if every else self.times[keep]
+            values = self.durations_ms if every else self.durations_ms[keep]
         if len(values) < TREND_MIN_POINTS:
             return None
-        hours = (times - times[0]).astype("timedelta64[us]").astype(np.int64) / 10**6 / 3600
+        hours = (times - times[0]).astype("timedelta64[us]").view(np.int64).astype(np.float64)
+        hours /= 10**6
+        hours /= 3600
         return _trend_of(Floats(hours), Floats(values), timeout)
 
 
@@ -323,15 +336,16 @@ class Bulk:
 
         return find
 
-    def gaps(self, job: str) -> list[float]:
-        """Milliseconds between the triggers of consecutive checkpoints (as _gaps)."""
+    def gaps(self, job: str, listed: list[float]):
+        """Milliseconds between the triggers of consecutive checkpoints (as _gaps): the `listed` triggers', then
+        the bulk's, in a numpy array (a long run has a million)."""
         import numpy as np
 
         if job not in self._by_job:
-            return []
+            return listed
         numbers, times = self._triggers(job)
         steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
-        return (steps[np.diff(numbers) == 1] / 10**6 * 1000).tolist()
+        return np.concatenate([np.array(listed, dtype=np.float64), steps[np.diff(numbers) == 1] / 10**6 * 1000])
 
     def completed(self, job: str) -> Completed | None:
         """The job's completions: slices of the sorted columns, no copy per job."""
@@ -407,7 +421,7 @@ def analyse_checkpoints(
             started.setdefault(job, []).append((number, at))
     most = max(2, SERIES_MAX // max(1, len(by_job)))  # 100,000 jobs of a session cluster: a report of bounded size
     analyses = [
-        _job(job, by_job[job], _gaps(started.get(job, [])) + bulk.gaps(job), effective, bulk.completed(job), most)
+        _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), effective, bulk.completed(job), most)
         for job in sorted(by_job)
     ]
     bulk.fill()  # the text of the points the report and findings show
@@ -534,7 +548,18 @@ def _merge(points: list[Point]) -> list[Point]:
     return merged
 
 
-def _limits(points, gaps: list[float], effective: Effective) -> tuple[Limit | None, Limit | None]:
+def _median(values) -> float:
+    """statistics.median of floats (a list, or a numpy array: a long run's million gaps), sorted as numbers."""
+    import numpy as np
+
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[middle])
+    return (float(ordered[middle - 1]) + float(ordered[middle])) / 2
+
+
+def _limits(points, gaps, effective: Effective) -> tuple[Limit | None, Limit | None]:
     """The timeout and interval: configured, else read from the log (expiries; `gaps` between consecutive
     triggers, in ms)."""
     timeout = _configured(effective, "execution.checkpointing.timeout")
@@ -548,7 +573,7 @@ def _limits(points, gaps: list[float], effective: Effective) -> tuple[Limit | No
             )
     interval = _configured(effective, "execution.checkpointing.interval")
     if interval is None and len(gaps) >= 2:
-        interval = Limit(round(statistics.median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines")
+        interval = Limit(round(_median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines")
     return timeout, interval
 
 
@@ -649,7 +674,7 @@ def _failures(points: list[Point], interval: Limit | None) -> tuple[FailurePatte
 def _job(
     job: str,
     raw: list[Point],
-    gaps: list[float],
+    gaps: Any,  # a list, or a numpy array (Bulk.gaps)
     effective: Effective,
     bulk: Completed | None = None,
     most: int = SERIES_MAX,
