@@ -306,11 +306,12 @@ class Bulk:
     @cached_property
     def _numbered(self) -> tuple:
         """The triggers with a number: their numbers and times (in the sorted order)."""
-        import numpy as np
 
         c = self.columns
-        keep = np.flatnonzero(c.t_number >= 0)
-        return c.t_number[keep], c.t_at[keep]
+        numbered = c.t_number >= 0
+        if numbered.all():  # (as a log's triggers are: the columns themselves)
+            return c.t_number, c.t_at
+        return c.t_number[numbered], c.t_at[numbered]
 
     def jobs(self) -> set[str]:
         return set(self._by_job)
@@ -694,6 +695,7 @@ def _job(
 
         ordered = np.sort(np.concatenate([np.array(durations, dtype=np.float64), bulk.durations()]))
         pct = {name: _nearest_rank(ordered, share) for name, share in shares.items()} if len(ordered) else {}
+        del ordered
     else:
         pct = {name: percentile(durations, share) for name, share in shares.items()} if durations else {}
     trend = _trend(completed, timeout) if bulk is None else bulk.trend(completed, timeout)
