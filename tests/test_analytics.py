@@ -265,7 +265,10 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
     """The driver gets one measured line per checkpoint (Spark reduces them), wherever else the lines repeat: the
     JobManager log of a real run given twice gives the points of one copy, at the first copy's lines; and the
     analytics of the reduced lines are those of every line."""
+    import pyarrow as pa
+
     from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.analytics.metrics import _split_columnar
     from flinkdoctor.scan.events import build_events
     from flinkdoctor.scan.matcher import build_matcher
     from flinkdoctor.sources.ingest import ingest
@@ -285,7 +288,11 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
         table = events.table(spark)
         lines = table.selectExpr("sum(size(measures))").first()[0]
         found = extract(table, metrics, events.blocks, manifest)  # reduced in Spark, whatever the count
-        bulk = found.checkpoints.select(["metric", "sid", "line", "checkpoint"]).to_pylist()  # (in columns)
+        stored = pa.concat_tables([file.read() for file in found.texts.files])  # the reduced rows Spark wrote
+        at = stored.schema.get_field_index("line")
+        stored = stored.set_column(at, "line", pa.array(range(stored.num_rows), pa.int64()))
+        _, columns = _split_columnar(stored, metrics, events.blocks, manifest)  # (the driver keeps fewer columns)
+        bulk = columns.select(["metric", "sid", "line", "checkpoint"]).to_pylist()
         rows = [(m.metric, m.sid, m.line, m.captures.get("checkpoint")) for m in found]
         rows += [(r["metric"], r["sid"], r["line"], str(r["checkpoint"])) for r in bulk]
         measured[name] = (lines, sorted(rows, key=lambda r: (r[1], r[2])))
@@ -683,6 +690,7 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
 
     from flinkdoctor.analytics import metrics as m
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
     from flinkdoctor.analytics.config import Effective
     from flinkdoctor.sources.ingest import Manifest
 
@@ -731,8 +739,10 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
     monkeypatch.setattr(m, "BATCH", 37)
     rest, many = m._read_split(texts, known, {}, manifest)
     assert rest.num_rows == whole[0].num_rows == 0
-    assert many.num_rows == len(measures) and many.column("text").to_pylist() == list(range(len(measures)))
-    assert many.to_pylist() == whole[1].to_pylist()
+    assert len(many) == len(measures) and many.c_row.tolist() == [n for n, t in enumerate(trigger) if not t]
+    assert many.jobs == whole[1].jobs and many.hosts == whole[1].hosts
+    for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
+        assert getattr(many, name).tolist() == getattr(whole[1], name).tolist(), name
 
     read = m.Measured()
     read.checkpoints, read.texts = many, texts
@@ -748,3 +758,100 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
         section, _ = analyse_checkpoints(split, Manifest([], Path("."), None), effective, paths)
         assert [j.job for j in section.jobs] == [jobs[b]]
         assert section.jobs[0] == alone.jobs[b]
+
+
+def test_a_long_runs_columns_keep_numbers_only(tmp_path):
+    """A long run's triggers and completions are read into the few fixed-width columns the analysis reads (a
+    trigger 32 bytes, a completion 60, however long its line): no Arrow table of every captured field, no text,
+    and the analysis of those columns is the one of the same lines held whole."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS, Columns
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured, Texts
+    from flinkdoctor.sources.ingest import Manifest
+
+    measures = _job_measures("1fdf09bfd9a6f5522794ffa2f96c327e", 0, 500, datetime(2026, 3, 1))
+    held = _as_columns(measures)
+    (tmp_path / "measures").mkdir()
+    pq.write_table(held.select(["text"]).rename_columns(["line"]), tmp_path / "measures" / "part-00000.parquet")
+    columns = Columns.of_table(held.set_column(held.schema.get_field_index("text"), "text", [list(range(1000))]))
+    for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
+        assert isinstance(getattr(columns, name), np.ndarray) and getattr(columns, name).dtype != object, name
+    assert columns.text is None and columns.nbytes == 500 * 32 + 500 * 60
+    stored, whole = Measured(), Measured()
+    stored.checkpoints, stored.texts = columns, Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
+    whole.checkpoints = held
+    effective, paths = Effective(), {0: "jobmanager.log"}
+    read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
+    plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
+    assert read == plain and read.jobs[0].counts == {"completed": 500}
+    shown = [(p.line, p.text) for j in read_jobs for p in j.points]
+    assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points] and shown
+
+
+def test_a_long_runs_statistics_make_no_python_object_per_checkpoint():
+    """The percentiles, the interval (the median gap between triggers), the trend and the series of a long run
+    are taken from the numpy columns: what the analysis allocates beside them grows by less than 48 bytes a
+    checkpoint (a Python float alone is 24, 32 in a list: each statistic made a list of them before). The series'
+    Points are bounded (SERIES_MAX), the same for both runs."""
+    import tracemalloc
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.columns import Columns
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    def peak(n: int) -> int:
+        given = Measured()
+        given.checkpoints = Columns.of_table(_as_columns(_job_measures("e" * 32, 0, n, datetime(2026, 3, 1))))
+        given.checkpoints.sort()  # (in place, once: what is measured is what the analysis makes beside them)
+        tracemalloc.start()
+        try:
+            section, _ = analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+            _, most = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        (job,) = section.jobs
+        assert job.counts == {"completed": n} and job.interval and job.interval.ms == 2000 and job.trend
+        assert job.percentiles["max"] == 20 + n and len(job.series) == 10_000
+        return most
+
+    few, many = peak(25_000), peak(100_000)
+    assert many - few < 48 * 75_000
+
+
+def test_a_long_runs_series_keeps_the_points_the_plain_series_keeps():
+    """Past its bound, a job's series in columns keeps each time span's shortest and longest (the earliest of
+    equal ones) exactly as the series of the same points held one by one does, with other completed points
+    (REST history) merged in, ties in time and in duration, and a checkpoint without a duration."""
+    import random
+
+    from flinkdoctor.analytics.checkpoints import Bulk, Point, _series
+
+    rng = random.Random(25)
+    job, start = "1fdf09bfd9a6f5522794ffa2f96c327e", datetime(2026, 3, 1)
+    measures = _job_measures(job, 0, 3000, start)
+    for m in measures:  # durations with many ties, times with some, one without a duration
+        if m.measures == "checkpoint-completed":
+            m.captures["duration_ms"] = str(rng.choice([5, 7, 7, 9, 300]))
+            if rng.random() < 0.2:
+                object.__setattr__(m, "time", start + timedelta(seconds=rng.randrange(0, 6000, 20)))
+    measures[-1].captures.pop("duration_ms")
+    measures.sort(key=lambda m: (m.time, m.line))
+    bulk = Bulk.of(_as_columns(measures), {0: "jobmanager.log"})
+    completed = bulk.completed(job)
+    assert completed is not None
+    every = completed.points(range(len(completed)))
+    rest = [  # completed elsewhere (a REST history), some at the same time as a logged one
+        Point(job, 10_000 + k, start + timedelta(seconds=40 * k), "completed", float(k % 4), None, "REST", 1)
+        for k in range(1, 90)
+    ]
+    for most in (40, 301, 2000):
+        ours = completed.series_with(rest, most)
+        plain = _series(sorted(every + rest, key=lambda p: (p.time, p.id or 0)), most)
+        assert [(p.id, p.time, p.duration_ms) for p in ours] == [(p.id, p.time, p.duration_ms) for p in plain]

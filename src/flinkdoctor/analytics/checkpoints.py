@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property
@@ -85,12 +86,12 @@ class Completed:
     times: Any  # numpy datetime64[us], NaT: none
     durations_ms: Any  # numpy float64, nan: none
     sizes: Any  # numpy int64, -1: none
-    rows: Any  # the job's rows of Bulk.table, in the same order
-    table: Any
+    rows: Any  # numpy int64: each row's line in `table` (or in the measures' file, `texts`)
+    table: Any  # the lines (an Arrow array), when not left in the file
     paths: dict
-    texts: Any = None  # metrics.Texts when the table's `text` holds rows of its file, not the text
+    texts: Any = None  # metrics.Texts: the lines left in the measures' file (then `rows` are its rows)
     pending: list = field(default_factory=list)  # (Point, row) whose text Bulk.fill reads, all jobs' at once
-    place: tuple = ()  # numpy sid, line, host (a code of `hosts`, -1: none) and the text's row: no Arrow per job
+    place: tuple = ()  # numpy sid, line, host (a code of `hosts`, -1: none) and the text's row
     hosts: list = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -127,16 +128,12 @@ class Completed:
         if not len(at):
             return []
         rows = None
-        if self.place:
-            sids, lines = self.place[0][at].tolist(), self.place[1][at].tolist()
-            hosts = [self.hosts[code] for code in self.place[2][at].tolist()]
-            if self.texts is not None:  # read later, for every job at once (Bulk.fill)
-                rows, texts = self.place[3][at].tolist(), [""] * len(at)
-            else:
-                texts = self.table.column("text").take(pa.array(self.rows[at])).to_pylist()
-        else:
-            taken = self.table.select(["sid", "line", "host", "text"]).take(pa.array(self.rows[at])).to_pydict()
-            sids, lines, hosts, texts = taken["sid"], taken["line"], taken["host"], taken["text"]
+        sids, lines = self.place[0][at].tolist(), self.place[1][at].tolist()
+        hosts = [self.hosts[code] for code in self.place[2][at].tolist()]
+        if self.texts is not None:  # read later, for every job at once (Bulk.fill)
+            rows, texts = self.place[3][at].tolist(), [""] * len(at)
+        else:  # (the lines held: `table` is them, by row)
+            texts = self.table.take(pa.array(self.rows[at])).to_pylist()
         ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
         durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
         made = [
@@ -194,22 +191,35 @@ class Completed:
         rest = [p for p in points if p.status != "completed" or p.time is None]
         rest += self.points(np.flatnonzero(np.isnat(self.times)))  # (kept, as _series keeps untimed ones)
         timed = np.flatnonzero(~np.isnat(self.times))
-        times = np.concatenate([self.times[timed], np.array([p.time for p in listed], "datetime64[us]")])
-        ids = np.concatenate([self.ids[timed], np.array([p.id or 0 for p in listed], np.int64)])
-        durations = np.concatenate(
-            [np.nan_to_num(self.durations_ms[timed], nan=0.0), np.array([p.duration_ms or 0 for p in listed], float)]
-        )
-        order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
-        micros = times[order].astype(np.int64)
+        every = len(timed) == len(self)  # (then the columns themselves, no copy)
+        if listed:
+            times = np.concatenate([self.times[timed], np.array([p.time for p in listed], "datetime64[us]")])
+            ids = np.concatenate([self.ids[timed], np.array([p.id or 0 for p in listed], np.int64)])
+            durations = np.concatenate(
+                [self.durations_ms[timed], np.array([p.duration_ms or 0 for p in listed], np.float64)]
+            )
+            order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
+            del ids
+        else:  # (the columns are in the series order already: by time, then checkpoint)
+            times = self.times if every else self.times[timed]
+            durations = self.durations_ms if every else self.durations_ms[timed]
+            order = None
+        micros = (times if order is None else times[order]).view(np.int64)
         spans = max(1, (most - len(rest)) // 2)
         quotient, remainder = divmod(int(micros[-1] - micros[0]), spans)  # timedelta / int: half to even
         width = quotient + (2 * remainder > spans or (2 * remainder == spans and quotient % 2 == 1))
         span = np.minimum(((micros - micros[0]) / width).astype(np.int64), spans - 1) if width else micros * 0
-        position, value = np.arange(len(order)), durations[order]
-        low = np.lexsort((position, value, span))  # per span its shortest, the earliest of equal ones
-        high = np.lexsort((position, -value, span))
-        firsts = [at[np.flatnonzero(np.diff(np.append(-1, span[at])))] for at in (low, high)]
-        chosen = order[np.unique(np.concatenate(firsts))]
+        value = durations if order is None else durations[order]
+        # per span (spans follow the order: each a run of positions) its shortest and its longest, the earliest of
+        # equal ones (argmin and argmax give the first); an absent duration counts as 0
+        starts = np.flatnonzero(np.diff(span, prepend=-1))
+        ends = np.append(starts[1:], len(span))
+        picked: set[int] = set()
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            run = np.nan_to_num(value[start:end], nan=0.0)
+            picked.update((start + int(np.argmin(run)), start + int(np.argmax(run))))
+        positions = np.array(sorted(picked), dtype=np.int64)
+        chosen = positions if order is None else order[positions]
         ours = chosen[chosen < len(timed)]
         theirs = [listed[i - len(timed)] for i in chosen[chosen >= len(timed)].tolist()]
         return sorted(self.points(timed[ours]) + theirs + rest, key=_in_time)
@@ -218,43 +228,44 @@ class Completed:
         """_trend over these and the job's other completed points, in time order."""
         import numpy as np
 
-        times = np.concatenate(
-            [
-                self.times,
-                np.array([p.time for p in completed if p.time and p.duration_ms is not None], "datetime64[us]"),
-            ]
-        )
-        values = np.concatenate(
-            [self.durations_ms, np.array([p.duration_ms for p in completed if p.time and p.duration_ms is not None])]
-        )
-        ids = np.concatenate(
-            [self.ids, np.array([p.id or 0 for p in completed if p.time and p.duration_ms is not None], np.int64)]
-        )
-        keep = ~np.isnat(times) & ~np.isnan(values)
-        order = np.lexsort((ids[keep], times[keep]))
-        times, values = times[keep][order], values[keep][order]
+        listed = [p for p in completed if p.time and p.duration_ms is not None]
+        if listed:
+            times = np.concatenate([self.times, np.array([p.time for p in listed], "datetime64[us]")])
+            values = np.concatenate([self.durations_ms, np.array([p.duration_ms for p in listed])])
+            ids = np.concatenate([self.ids, np.array([p.id or 0 for p in listed], np.int64)])
+            keep = ~np.isnat(times) & ~np.isnan(values)
+            order = np.lexsort((ids[keep], times[keep]))
+            times, values = times[keep][order], values[keep][order]
+        else:  # (the columns are in this order already: by time, then checkpoint; no copy when all are timed)
+            keep = ~np.isnat(self.times) & ~np.isnan(self.durations_ms)
+            every = bool(keep.all())
+            times = self.times if every else self.times[keep]
+            values = self.durations_ms if every else self.durations_ms[keep]
         if len(values) < TREND_MIN_POINTS:
             return None
-        hours = ((times - times[0]).astype("timedelta64[us]").astype(np.int64) / 10**6 / 3600).tolist()
-        return _trend_of(hours, values.tolist(), timeout)
+        hours = (times - times[0]).astype("timedelta64[us]").view(np.int64).astype(np.float64)
+        hours /= 10**6
+        hours /= 3600
+        return _trend_of(Floats(hours), Floats(values), timeout)
 
 
 @dataclass
 class Bulk:
-    """A long run's triggers and completions as columns (metrics._split_columnar), by job."""
+    """A long run's triggers and completions (columns.Columns, or a table of metrics._split_columnar's columns),
+    sorted once in place and cut by job: each job's columns are slices of them, no copy per job."""
 
-    table: Any = None
+    columns: Any = None
     paths: dict = field(default_factory=dict)
     texts: Any = None  # metrics.Texts: the completions' text, read for the Points made only (fill)
     pending: list = field(default_factory=list)
-    _completions: Any = field(default=None, init=False, repr=False)  # completed rows by job (_by_job)
-    _completed_columns: tuple = field(default=(), init=False, repr=False)  # their ids, times, durations, sizes
-    _place: tuple = field(default=(), init=False, repr=False)  # their sid, line, host code, text row (numpy)
-    _hosts: list = field(default_factory=list, init=False, repr=False)  # host of each code; the last: none
 
     @staticmethod
-    def of(table, paths: dict[int, str], texts=None) -> Bulk:
-        return Bulk(table, paths, texts) if table is not None and table.num_rows else Bulk()
+    def of(checkpoints, paths: dict[int, str], texts=None) -> Bulk:
+        from .columns import Columns
+
+        if checkpoints is not None and not isinstance(checkpoints, Columns):
+            checkpoints = Columns.of_table(checkpoints) if checkpoints.num_rows else None
+        return Bulk(checkpoints, paths, texts) if checkpoints is not None and len(checkpoints) else Bulk()
 
     def fill(self) -> None:
         """The text of every Point made from the columns, read from the measures' file in one pass."""
@@ -266,73 +277,49 @@ class Bulk:
 
     @property
     def rows(self) -> int:
-        return self.table.num_rows if self.table is not None else 0
+        return len(self.columns) if self.columns is not None else 0
 
     @cached_property
     def _by_job(self) -> dict[str, dict]:
-        """Per job, its triggers' numbers and times (sorted by checkpoint) and the span of its completions in
-        `_completions` (in time order, untimed last). One sort of all rows and one cut at each job's boundary:
-        a session cluster's log has 100,000 jobs, and a pass over every row per job would be quadratic."""
+        """Per job, the span of its triggers (by checkpoint) and of its completions (in time order, untimed last)
+        in the sorted columns. One sort of all rows and one cut at each job's boundary: a session cluster's log
+        has 100,000 jobs, and a pass over every row per job would be quadratic."""
         import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
 
-        if self.table is None:
+        if self.columns is None:
             return {}
-        encoded = pc.dictionary_encode(self.table.column("job").combine_chunks())
-        used, codes = np.unique(encoded.indices.to_numpy(zero_copy_only=False), return_inverse=True)
-        names = encoded.dictionary.take(pa.array(used, pa.int64())).to_pylist()  # (a bundle's: its jobs only)
-        rank = np.empty(len(names), dtype=np.int64)
-        rank[np.argsort(np.array(names, dtype=object), kind="stable")] = np.arange(len(names))
-        codes = rank[codes.reshape(-1)]
-        ordered = sorted(names)
-        kinds = pc.dictionary_encode(self.table.column("kind").combine_chunks())
-        kind_names = kinds.dictionary.to_pylist()
-        kind = kinds.indices.to_numpy(zero_copy_only=False)
-        trigger = kind_names.index("checkpoint-trigger") if "checkpoint-trigger" in kind_names else -1
-        complete = kind_names.index("checkpoint-completed") if "checkpoint-completed" in kind_names else -1
-        numbers = pc.fill_null(self.table.column("checkpoint"), -1).to_numpy()
-        times = self.table.column("time").to_numpy(zero_copy_only=False).astype("datetime64[us]")
-        epochs = self.table.column("epoch_ms").to_numpy(zero_copy_only=False)
-        # triggers: by job, then checkpoint, then time, then file order (np.lexsort is stable)
-        trig = np.flatnonzero((kind == trigger) & (numbers >= 0))
-        trig = trig[np.lexsort((times[trig].astype(np.int64), numbers[trig], codes[trig]))]
-        at = _epochs64(epochs[trig])
-        at = np.where(np.isnat(at), times[trig], at)
-        # completions: by job, untimed last, then time, then checkpoint, then file order
-        done = np.flatnonzero(kind == complete)
-        done = done[np.lexsort((numbers[done], times[done].astype(np.int64), np.isnat(times[done]), codes[done]))]
-        kept = ["sid", "line", "host", "text", "duration_ms", "bytes"]  # (what Completed reads: no copy of the rest)
-        self._completions = self.table.select(kept).take(pa.array(done))
-        self._completed_columns = (
-            numbers[done],
-            times[done],
-            pc.fill_null(self._completions.column("duration_ms"), float("nan")).to_numpy(),
-            pc.fill_null(self._completions.column("bytes"), -1).to_numpy(),
-        )
-        hosts = pc.dictionary_encode(self._completions.column("host").combine_chunks())
-        self._hosts = [*hosts.dictionary.to_pylist(), None]
-        texts = self._completions.column("text")
-        self._place = (
-            self._completions.column("sid").to_numpy().astype(np.int64),
-            self._completions.column("line").to_numpy(),
-            pc.fill_null(hosts.indices, -1).to_numpy(),
-            texts.to_numpy() if self.texts is not None else None,
-        )
-        cut_trig = np.searchsorted(codes[trig], np.arange(len(ordered) + 1))
-        cut_done = np.searchsorted(codes[done], np.arange(len(ordered) + 1))
-        numbers_trig = numbers[trig]
+        c = self.columns
+        c.sort()
+        cut_trig = np.searchsorted(c.t_job, np.arange(len(c.jobs) + 1))
+        cut_done = np.searchsorted(c.c_job, np.arange(len(c.jobs) + 1))
+        # a trigger without a number names its job only; those with one come last in each job's span
+        numbered = np.searchsorted(np.flatnonzero(c.t_number >= 0), cut_trig)
         return {
             job: {
-                "numbers": numbers_trig[cut_trig[n] : cut_trig[n + 1]],
-                "times": at[cut_trig[n] : cut_trig[n + 1]],
+                "triggers": (int(numbered[n]), int(numbered[n + 1])),
                 "completed": (int(cut_done[n]), int(cut_done[n + 1])),
             }
-            for n, job in enumerate(ordered)
+            for n, job in enumerate(c.jobs)
+            if cut_trig[n] < cut_trig[n + 1] or cut_done[n] < cut_done[n + 1]
         }
+
+    @cached_property
+    def _numbered(self) -> tuple:
+        """The triggers with a number: their numbers and times (in the sorted order)."""
+
+        c = self.columns
+        numbered = c.t_number >= 0
+        if numbered.all():  # (as a log's triggers are: the columns themselves)
+            return c.t_number, c.t_at
+        return c.t_number[numbered], c.t_at[numbered]
 
     def jobs(self) -> set[str]:
         return set(self._by_job)
+
+    def _triggers(self, job: str):
+        start, end = self._by_job[job]["triggers"]
+        numbers, times = self._numbered
+        return numbers[start:end], times[start:end]
 
     def trigger_time(self, triggers: dict):
         """A lookup (job, checkpoint) -> its trigger time: the listed triggers, else the bulk's."""
@@ -342,45 +329,54 @@ class Bulk:
             found = triggers.get((job, number))
             if found is not None or number is None or job not in self._by_job:
                 return found
-            numbers = self._by_job[job]["numbers"]
+            numbers, times = self._triggers(job)
             at = int(np.searchsorted(numbers, number))
             if at < len(numbers) and numbers[at] == number:
-                return self._by_job[job]["times"][at].astype("datetime64[us]").item()
+                return times[at].astype("datetime64[us]").item()
             return None
 
         return find
 
-    def gaps(self, job: str) -> list[float]:
-        """Milliseconds between the triggers of consecutive checkpoints (as _gaps)."""
+    def gaps(self, job: str, listed: list[float]):
+        """Milliseconds between the triggers of consecutive checkpoints (as _gaps): the `listed` triggers', then
+        the bulk's, in a numpy array (a long run has a million)."""
         import numpy as np
 
         if job not in self._by_job:
-            return []
-        numbers, times = self._by_job[job]["numbers"], self._by_job[job]["times"]
+            return listed
+        numbers, times = self._triggers(job)
         steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
-        return (steps[np.diff(numbers) == 1] / 10**6 * 1000).tolist()
+        return np.concatenate([np.array(listed, dtype=np.float64), steps[np.diff(numbers) == 1] / 10**6 * 1000])
 
     def completed(self, job: str) -> Completed | None:
-        """The job's completions: slices of columns sorted once (_by_job), no copy per job."""
-        import numpy as np
-
+        """The job's completions: slices of the sorted columns, no copy per job."""
         if job not in self._by_job:
             return None
         start, end = self._by_job[job]["completed"]
         if start == end:
             return None
-        ids, times, durations, sizes = (column[start:end] for column in self._completed_columns)
-        take = self._completions.slice(start, end - start)
-        rows = np.arange(end - start)
-        place = tuple(None if column is None else column[start:end] for column in self._place)
+        c = self.columns
+        cut = slice(start, end)
+        place = (c.c_sid[cut], c.c_line[cut], c.c_host[cut], c.c_row[cut])
         return Completed(
-            job, ids, times, durations, sizes, rows, take, self.paths, self.texts, self.pending, place, self._hosts
+            job,
+            c.c_number[cut],
+            c.c_time[cut],
+            c.c_duration[cut],
+            c.c_size[cut],
+            c.c_row[cut],
+            c.text,
+            self.paths,
+            self.texts,
+            self.pending,
+            place,
+            [*c.hosts, None],
         )
 
     def any_duration(self) -> bool:
-        import pyarrow.compute as pc
+        import numpy as np
 
-        return self.table is not None and pc.sum(pc.is_valid(self.table.column("duration_ms"))).as_py() > 0
+        return self.columns is not None and bool((~np.isnan(self.columns.c_duration)).any())
 
 
 def _epochs64(ms) -> Any:
@@ -426,7 +422,7 @@ def analyse_checkpoints(
             started.setdefault(job, []).append((number, at))
     most = max(2, SERIES_MAX // max(1, len(by_job)))  # 100,000 jobs of a session cluster: a report of bounded size
     analyses = [
-        _job(job, by_job[job], _gaps(started.get(job, [])) + bulk.gaps(job), effective, bulk.completed(job), most)
+        _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), effective, bulk.completed(job), most)
         for job in sorted(by_job)
     ]
     bulk.fill()  # the text of the points the report and findings show
@@ -553,7 +549,18 @@ def _merge(points: list[Point]) -> list[Point]:
     return merged
 
 
-def _limits(points, gaps: list[float], effective: Effective) -> tuple[Limit | None, Limit | None]:
+def _median(values) -> float:
+    """statistics.median of floats (a list, or a numpy array: a long run's million gaps), sorted as numbers."""
+    import numpy as np
+
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[middle])
+    return (float(ordered[middle - 1]) + float(ordered[middle])) / 2
+
+
+def _limits(points, gaps, effective: Effective) -> tuple[Limit | None, Limit | None]:
     """The timeout and interval: configured, else read from the log (expiries; `gaps` between consecutive
     triggers, in ms)."""
     timeout = _configured(effective, "execution.checkpointing.timeout")
@@ -567,7 +574,7 @@ def _limits(points, gaps: list[float], effective: Effective) -> tuple[Limit | No
             )
     interval = _configured(effective, "execution.checkpointing.interval")
     if interval is None and len(gaps) >= 2:
-        interval = Limit(round(statistics.median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines")
+        interval = Limit(round(_median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines")
     return timeout, interval
 
 
@@ -585,10 +592,41 @@ def _configured(effective: Effective, key: str) -> Limit | None:
     return Limit(value, f"{found.where} ({key})")
 
 
+class Floats(Sequence):
+    """A numpy array of floats read as Python floats a slice at a time: the statistics module iterates a long
+    run's million durations several times, and a list of them would hold a Python float each."""
+
+    STEP = 65_536
+
+    def __init__(self, values) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getitem__(self, at):
+        return self._values[at].tolist()
+
+    def __iter__(self) -> Iterator[float]:
+        for start in range(0, len(self._values), self.STEP):
+            yield from self._values[start : start + self.STEP].tolist()
+
+
+def _varies(values: Sequence[float]) -> bool:
+    """More than one distinct value (as len(set(values)) >= 2), stopping at the first that differs."""
+    first = values[0]
+    return any(value != first for value in values)
+
+
 def percentile(values: list[float], share: float) -> float:
     """Nearest-rank percentile (a value that occurred)."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def _nearest_rank(ordered, share: float) -> float:
+    """percentile() of values already sorted (a numpy array)."""
+    return float(ordered[max(0, math.ceil(share * len(ordered)) - 1)])
 
 
 def _trend(completed: list[Point], timeout: Limit | None) -> CheckpointTrend | None:
@@ -600,12 +638,12 @@ def _trend(completed: list[Point], timeout: Limit | None) -> CheckpointTrend | N
     return _trend_of(hours, [float(v) for _, v in timed], timeout)
 
 
-def _trend_of(hours: list[float], values: list[float], timeout: Limit | None) -> CheckpointTrend | None:
+def _trend_of(hours: Sequence[float], values: Sequence[float], timeout: Limit | None) -> CheckpointTrend | None:
     """The trend of completed durations (`values`) over `hours` since the first, in time order."""
     if len(values) < TREND_MIN_POINTS:
         return None
     timed = values
-    if hours[-1] - hours[0] < TREND_MIN_SPAN_H or len(set(values)) < 2 or len(set(hours)) < 2:
+    if hours[-1] - hours[0] < TREND_MIN_SPAN_H or not _varies(values) or not _varies(hours):
         return None
     slope, intercept = statistics.linear_regression(hours, values)
     if statistics.correlation(hours, values) < TREND_MIN_R or slope <= 0:
@@ -637,7 +675,7 @@ def _failures(points: list[Point], interval: Limit | None) -> tuple[FailurePatte
 def _job(
     job: str,
     raw: list[Point],
-    gaps: list[float],
+    gaps: Any,  # a list, or a numpy array (Bulk.gaps)
     effective: Effective,
     bulk: Completed | None = None,
     most: int = SERIES_MAX,
@@ -651,10 +689,15 @@ def _job(
     counts = _counts(points, len(bulk) if bulk is not None else 0)
     completed = [p for p in points if p.status == "completed" and p.duration_ms is not None]
     durations = [p.duration_ms for p in completed if p.duration_ms is not None]
-    if bulk is not None:
-        durations = sorted(durations + bulk.durations().tolist())
     shares = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "max": 1.0}
-    pct = {name: percentile(durations, share) for name, share in shares.items()} if durations else {}
+    if bulk is not None:  # (sorted as numbers, not as a list of a Python float each)
+        import numpy as np
+
+        ordered = np.sort(np.concatenate([np.array(durations, dtype=np.float64), bulk.durations()]))
+        pct = {name: _nearest_rank(ordered, share) for name, share in shares.items()} if len(ordered) else {}
+        del ordered
+    else:
+        pct = {name: percentile(durations, share) for name, share in shares.items()} if durations else {}
     trend = _trend(completed, timeout) if bulk is None else bulk.trend(completed, timeout)
     failures, episodes = _failures([p for p in points if p.stage == "checkpoint"] or points, interval)
     ended = [p for p in points if p.stage == "checkpoint" and p.duration_ms is not None and p.status != "in_progress"]

@@ -143,7 +143,7 @@ def extract(
 
 class Measured(list):
     """The measures (a list of Measure), and, when there were many, the checkpoints' triggers and completions as
-    columns instead (`checkpoints`, an Arrow table; checkpoints.py reads them in bulk): a long run has millions.
+    columns instead (`checkpoints`, columns.Columns; checkpoints.py reads them in bulk): a long run has millions.
     Their lines' text stays in the file Spark wrote (`texts`): only the few a report shows are read back."""
 
     checkpoints = None
@@ -152,7 +152,6 @@ class Measured(list):
     def by_bundle(self, bundle_of: dict[int, int], bundles: int) -> list[Measured]:
         """The measures of each bundle diagnosed together (source id -> bundle), the columns split as well."""
         import numpy as np
-        import pyarrow as pa
 
         if bundles == 1:  # (diagnose: one bundle, its measures as they are, no pass over the columns)
             return [self]
@@ -162,12 +161,12 @@ class Measured(list):
         for measure in self:
             split[bundle_of[measure.sid]].append(measure)
         if self.checkpoints is not None:
-            sid = self.checkpoints.column("sid").to_numpy()
             owner_of = np.zeros(max(bundle_of, default=0) + 1, dtype=np.int64)
             owner_of[np.fromiter(bundle_of, np.int64, len(bundle_of))] = np.fromiter(bundle_of.values(), np.int64)
-            owner = owner_of[sid]
+            columns = self.checkpoints
+            triggers, completions = owner_of[columns.t_sid], owner_of[columns.c_sid]
             for b, measured in enumerate(split):
-                measured.checkpoints = self.checkpoints.filter(pa.array(owner == b))
+                measured.checkpoints = columns.where(triggers == b, completions == b)
         return split
 
 
@@ -286,26 +285,35 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
 
 def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
     """The measures' file read a batch at a time, each batch split (_split_columnar) as it is read, its `line`
-    the row's position: memory holds one batch's strings and the columns kept, not the whole file."""
+    the row's position: memory holds one batch's strings and the compact columns kept (columns.Columns), not the
+    whole file."""
     import numpy as np
     import pyarrow as pa
+
+    from .columns import Builder, give_back
 
     schema = texts.files[0].schema_arrow  # (Spark writes a file even for no rows)
     columns = [c for c in schema.names if c != "line"]
     at, known = schema.names.index("line"), (metrics, blocks, manifest)
-    rests, manys, start = [], [], 0
+    kinds = [metric.measures for metric in metrics]
+    counts = np.zeros(len(kinds), dtype=np.int64)  # per metric: the columns are made once at their size (Builder)
+    for file in texts.files:
+        for batch in file.iter_batches(batch_size=BATCH * 16, columns=["metric"]):
+            counts += np.bincount(batch.column(0).to_numpy(zero_copy_only=False), minlength=len(kinds))
+    sizes = [int(sum(n for n, kind in zip(counts, kinds, strict=True) if kind == wanted)) for wanted in COLUMNAR]
+    rests, many, start = [], Builder(*sizes), 0
     for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         start += batch.num_rows
-        rest, many = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
+        rest, kept = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
         rests.append(rest)
-        manys.append(many)
-    if not manys:  # no rows: the empty tables of the file's schema
+        many.add(kept)
+        del batch, kept
+    if not rests:  # no rows: the empty table of the file's schema
         empty = schema.empty_table().select(columns)
-        rest, many = _split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)
-        rests.append(rest)
-        manys.append(many)
-    return pa.concat_tables(rests), pa.concat_tables(manys)
+        rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
+    give_back()
+    return pa.concat_tables(rests), many.columns()
 
 
 BATCH = 65_536  # rows of the measures' file read at a time

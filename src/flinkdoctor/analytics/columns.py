@@ -1,0 +1,222 @@
+"""A long run's checkpoint triggers and completions as the few numpy columns the analysis reads.
+
+A long run measures millions of checkpoints. Held as an Arrow table of every captured field (about 150 bytes a
+checkpoint) and then sorted into copies per job, they made the driver's memory grow with the checkpoints by
+several hundred bytes each. Here each kind keeps only what checkpoints.py reads of it: a trigger its job, number,
+times and source (32 bytes), a completion its job, number, time, duration, size, where it is and its row in the
+measures' file (60 bytes); the text stays in the file (metrics.Texts). `sort` orders them for the analysis in place,
+one column copy at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+KEPT = ("kind", "job", "checkpoint", "time", "epoch_ms", "duration_ms", "bytes", "sid", "line", "host", "text")
+TRIGGER, COMPLETED = "checkpoint-trigger", "checkpoint-completed"
+TRIGGER_FIELDS = ("job", "number", "time", "at", "sid")
+COMPLETED_FIELDS = ("job", "number", "time", "duration", "size", "sid", "line", "host", "row")
+
+
+@dataclass
+class Columns:
+    """Triggers (t_*) and completions (c_*), one row per measure; jobs and hosts as codes into `jobs`, `hosts`
+    (host -1: none). `c_row` is the completion's row in the measures' file (metrics.Texts), or, when the lines are
+    held (`text`, an Arrow array), its index in it."""
+
+    jobs: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    t_job: Any = None  # int32
+    t_number: Any = None  # int64, -1: none
+    t_time: Any = None  # datetime64[us], the line's time (NaT: none)
+    t_at: Any = None  # datetime64[us], the trigger's own epoch, else the line's time
+    t_sid: Any = None  # int32
+    c_job: Any = None
+    c_number: Any = None
+    c_time: Any = None
+    c_duration: Any = None  # float64, nan: none
+    c_size: Any = None  # int64, -1: none
+    c_sid: Any = None
+    c_line: Any = None  # int64
+    c_host: Any = None  # int32, -1: none
+    c_row: Any = None  # int64
+    text: Any = None
+    sorted: bool = False
+
+    def __len__(self) -> int:
+        return len(self.t_job) + len(self.c_job)
+
+    @property
+    def nbytes(self) -> int:
+        names = [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]
+        return sum(getattr(self, name).nbytes for name in names)
+
+    @staticmethod
+    def of_table(table) -> Columns:
+        """From a whole table of metrics._split_columnar's columns (with the lines in `text`, or their rows)."""
+        import numpy as np
+
+        kinds = _encoded(table.column("kind"))
+        counts = np.bincount(kinds.indices.to_numpy(zero_copy_only=False), minlength=len(kinds.dictionary))
+        names = kinds.dictionary.to_pylist()
+        builder = Builder(*(int(counts[names.index(k)]) if k in names else 0 for k in (TRIGGER, COMPLETED)))
+        builder.add(table)
+        return builder.columns(text=None if _is_rows(table) else table.column("text").combine_chunks())
+
+    def where(self, triggers, completions) -> Columns:
+        """The rows kept by the two masks, with the same codes (a bundle's own rows)."""
+        kept = Columns(self.jobs, self.hosts, text=self.text)
+        for name in TRIGGER_FIELDS:
+            setattr(kept, f"t_{name}", getattr(self, f"t_{name}")[triggers])
+        for name in COMPLETED_FIELDS:
+            setattr(kept, f"c_{name}", getattr(self, f"c_{name}")[completions])
+        return kept
+
+    def sort(self) -> None:
+        """In the analysis' order, in place: triggers by job name, then checkpoint, then time; completions by job
+        name, untimed last, then time, then checkpoint (numpy's lexsort is stable: then the order read)."""
+        import numpy as np
+
+        if self.sorted:
+            return
+        rank = np.empty(len(self.jobs), dtype=np.int32)
+        rank[np.argsort(np.array(self.jobs, dtype=object), kind="stable")] = np.arange(len(self.jobs), dtype=np.int32)
+        self.jobs = sorted(self.jobs)
+        self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
+        order = np.lexsort((self.t_time.astype(np.int64), self.t_number, self.t_job))
+        for name in TRIGGER_FIELDS:
+            setattr(self, f"t_{name}", getattr(self, f"t_{name}")[order])
+        times = self.c_time.astype(np.int64)
+        order = np.lexsort((self.c_number, times, np.isnat(self.c_time), self.c_job))
+        del times
+        for name in COMPLETED_FIELDS:
+            setattr(self, f"c_{name}", getattr(self, f"c_{name}")[order])
+        self.sorted = True
+
+
+def give_back() -> None:
+    """Return what a long read freed to the system: glibc keeps freed heap pages, and Arrow's allocator its
+    pools, for reuse, and the read's many batch-sized buffers would count in the driver's memory for the rest of
+    the run."""
+    import ctypes
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # (not glibc: its allocator returns memory its own way)
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _encoded(values):
+    """A string column (Arrow, chunked or not, plain or dictionary-encoded) as one DictionaryArray."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    return values if pa.types.is_dictionary(values.type) else pc.dictionary_encode(values)
+
+
+def _is_rows(table) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(table.schema.field("text").type)
+
+
+class Builder:
+    """Columns filled a batch at a time (metrics._read_split) into arrays made once at their final size (`sizes`:
+    the triggers and completions to come), so that only the compact columns outlive a batch, each in one block
+    of memory that nothing transient is interleaved with."""
+
+    def __init__(self, triggers: int, completions: int) -> None:
+        import numpy as np
+
+        self._jobs: dict[str, int] = {}
+        self._hosts: dict[str, int] = {}
+        dtypes = {
+            "job": np.int32,
+            "number": np.int64,
+            "time": "datetime64[us]",
+            "at": "datetime64[us]",
+            "sid": np.int32,
+            "duration": np.float64,
+            "size": np.int64,
+            "line": np.int64,
+            "host": np.int32,
+            "row": np.int64,
+        }
+        self._made = Columns()
+        for name in TRIGGER_FIELDS:
+            setattr(self._made, f"t_{name}", np.empty(triggers, dtype=dtypes[name]))
+        for name in COMPLETED_FIELDS:
+            setattr(self._made, f"c_{name}", np.empty(completions, dtype=dtypes[name]))
+        self._filled = [0, 0]
+
+    def _codes(self, values, known: dict[str, int]):
+        """Codes of a string column in `known` (grown as new strings come), -1 for null."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        encoded = _encoded(values)
+        mapping = np.array([known.setdefault(v, len(known)) for v in encoded.dictionary.to_pylist()] + [-1], np.int32)
+        indices = pc.fill_null(encoded.indices, len(mapping) - 1).to_numpy(zero_copy_only=False)
+        return mapping[indices]
+
+    def add(self, table) -> None:
+        """The triggers and completions of one table of _split_columnar's columns; `text` holds file rows (or, for
+        a whole table of lines, each row's index)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from .checkpoints import _epochs64
+
+        kinds = _encoded(table.column("kind"))
+        names = kinds.dictionary.to_pylist()
+        kind = pc.fill_null(kinds.indices, -1).to_numpy(zero_copy_only=False)
+        jobs = self._codes(table.column("job"), self._jobs)
+        numbers = pc.fill_null(table.column("checkpoint"), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        times = table.column("time").to_numpy(zero_copy_only=False).astype("datetime64[us]")
+        sid = table.column("sid").to_numpy(zero_copy_only=False).astype(np.int32)
+        if _is_rows(table):
+            rows = table.column("text").to_numpy(zero_copy_only=False).astype(np.int64)
+        else:  # (a whole table, its lines held: of_table)
+            rows = np.arange(table.num_rows, dtype=np.int64)
+        trig = np.flatnonzero(kind == names.index(TRIGGER)) if TRIGGER in names else np.zeros(0, np.int64)
+        done = np.flatnonzero(kind == names.index(COMPLETED)) if COMPLETED in names else np.zeros(0, np.int64)
+        epochs = table.column("epoch_ms").take(pa.array(trig)).to_numpy(zero_copy_only=False)
+        at = _epochs64(epochs)
+        taken = table.select(["duration_ms", "bytes", "line", "host"]).take(pa.array(done))
+        parts = {
+            "t_job": jobs[trig],
+            "t_number": numbers[trig],
+            "t_time": times[trig],
+            "t_at": np.where(np.isnat(at), times[trig], at),
+            "t_sid": sid[trig],
+            "c_job": jobs[done],
+            "c_number": numbers[done],
+            "c_time": times[done],
+            "c_duration": pc.fill_null(taken.column("duration_ms"), float("nan")).to_numpy(),
+            "c_size": pc.fill_null(taken.column("bytes"), -1).to_numpy(),
+            "c_sid": sid[done],
+            "c_line": taken.column("line").to_numpy(),
+            "c_host": self._codes(taken.column("host"), self._hosts),
+            "c_row": rows[done],
+        }
+        (t0, c0), (t1, c1) = self._filled, (self._filled[0] + len(trig), self._filled[1] + len(done))
+        for name, values in parts.items():
+            start, end = (t0, t1) if name.startswith("t_") else (c0, c1)
+            getattr(self._made, name)[start:end] = values
+        self._filled = [t1, c1]
+
+    def columns(self, text=None) -> Columns:
+        """The filled columns (as many rows as were added)."""
+        made, (triggers, completions) = self._made, self._filled
+        made.jobs, made.hosts, made.text = list(self._jobs), list(self._hosts), text
+        for name in TRIGGER_FIELDS:
+            setattr(made, f"t_{name}", getattr(made, f"t_{name}")[:triggers])
+        for name in COMPLETED_FIELDS:
+            setattr(made, f"c_{name}", getattr(made, f"c_{name}")[:completions])
+        return made
