@@ -26,6 +26,7 @@ Measured = tuple[Positions, Positions, int, "pa.Array", "pa.MapArray"]
 
 # a job id elsewhere in an event (a chk-N path), for a measure whose line names none
 JOB_IN_EVENT = r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b"
+FEW_LINES = 128  # below this many candidate lines Python's `re` decides: cheaper than compiling the RE2 kernel
 SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())  # what str.rstrip() removes
 
 
@@ -87,10 +88,10 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
     idx = np.arange(len(flat)) - starts[parent]
     pattern = python_regex(regex)
     names = sorted(pattern.groupindex, key=pattern.groupindex.__getitem__)  # the order groupdict() gives
-    if re2_regex(regex) is not None:  # RE2 decides which lines match, Python's `re` takes their groups
+    if len(flat) >= FEW_LINES and re2_regex(regex) is not None:  # RE2 decides which lines match, `re` takes groups
         hit = matching(flat, regex)
         found = [pattern.search(value) for value in flat.take(pa.array(hit)).to_pylist()] if names else []
-    else:  # Python's `re` decides too
+    else:  # Python's `re` decides too (few lines: Arrow's kernel would compile the regex for them on every call)
         searched = [(i, pattern.search(value)) for i, value in enumerate(flat.to_pylist())]
         hit = np.array([i for i, m in searched if m is not None], dtype=np.int64)
         found = [m for _, m in searched if m is not None]

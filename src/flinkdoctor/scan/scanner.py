@@ -263,7 +263,11 @@ class _Events:
         end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
         end = np.maximum(end, begin)
         hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first])
-        found = {number: hits.signature_events(patterns) for number, patterns in enumerate(prefilter.signatures)}
+        found: dict[int, Positions] = {}  # only the signatures with candidates: a small part has a few of the hundreds
+        for number, patterns in enumerate(prefilter.signatures):
+            events = hits.signature_events(patterns)
+            if len(events):
+                found[number] = events
         keep = np.zeros(len(self.first), dtype=bool)
         for events in found.values():
             keep[events] = True
