@@ -237,3 +237,17 @@ def test_the_sources_condition_holds_for_exactly_its_sources(ids):
         picked = [row[0] for row in db.execute(f"SELECT sid FROM t WHERE {condition} ORDER BY sid")]
     assert picked == sorted(ids)
     assert sid_condition([]) is None
+
+
+def test_the_chosen_events_filter_of_many_ranges_names_their_sources_as_ranges(spark):
+    """Past MAX_RANGES_FILTER (sid, block) pairs the chosen events' filter keeps every block of their sources, with
+    the sources' ids as runs (events.sid_condition), not one literal each: the same rows for a bundle of thousands
+    of files."""
+    from flinkdoctor.diagnosis.findings import MAX_RANGES_FILTER, _ranges_of
+
+    chosen = [{"sid": sid, "block": 0} for sid in range(3, 3 + 2 * MAX_RANGES_FILTER)] + [{"sid": 9000, "block": 7}]
+    table = spark.createDataFrame([(sid, block) for sid in range(0, 9005) for block in (0, 7)], "sid int, block long")
+    kept = {(row.sid, row.block) for row in table.where(_ranges_of(chosen)).collect()}
+    wanted = {row["sid"] for row in chosen}
+    assert kept == {(sid, block) for sid in wanted for block in (0, 7)}
+    assert "BETWEEN" in str(_ranges_of(chosen))

@@ -15,7 +15,7 @@ from functools import partial, reduce
 from typing import TYPE_CHECKING, Any
 
 from ..knowledge.rulebook import Rule
-from ..scan.events import Blocks, block_offsets
+from ..scan.events import Blocks, block_offsets, sid_condition
 from ..sources.ingest import Manifest
 
 if TYPE_CHECKING:
@@ -272,7 +272,7 @@ def _ranges_of(rows: list[Keys]) -> Column:
     if not pairs:
         return F.lit(False)
     if len(pairs) > MAX_RANGES_FILTER:
-        return F.expr(f"sid IN ({', '.join(sorted({str(sid) for sid, _ in pairs}))})")
+        return F.expr(sid_condition([sid for sid, _ in pairs]) or "false")  # runs of ids as ranges
     return F.expr(" OR ".join(f"(sid = {sid} AND block = {block})" for sid, block in pairs))
 
 
