@@ -58,6 +58,7 @@ def test_python_and_re2_decide_the_same_measured_lines(tmp_path, matcher, monkey
     from flinkdoctor.scan import measure
 
     monkeypatch.setattr(measure, "FEW_LINES", 0)  # RE2 decides every metric's lines
+    monkeypatch.setattr(measure, "MOSTLY_MATCHING", 0)
     by_re2 = _scanned(tmp_path / "re2", scenario, matcher)
     monkeypatch.setattr(measure, "FEW_LINES", 10**9)  # Python's `re` decides them
     by_python = _scanned(tmp_path / "python", scenario, matcher)
@@ -82,3 +83,26 @@ def test_a_part_passes_on_only_the_signatures_it_has_candidates_of(tmp_path, mat
     assert seen and any(row.get("sigs") for row in rows)
     assert all(len(events) for found in seen for events in found.values())
     assert max(len(found) for found in seen) < len(matcher.prefilter.signatures) // 2
+
+
+def test_lines_most_of_which_match_are_decided_by_python(tmp_path, matcher, monkeypatch):
+    """A JobManager log's checkpoint lines are events of one line each, nearly all of which a metric's regex
+    matches: Python's `re` decides them (RE2 first would only add a pass), with the same measures as RE2's."""
+    from flinkdoctor.scan import measure
+
+    decided_by_re2: list[str] = []
+    matching = measure.matching
+
+    def counted(values, regex):
+        decided_by_re2.append(regex)
+        return matching(values, regex)
+
+    monkeypatch.setattr(measure, "matching", counted)
+    monkeypatch.setattr(measure, "FEW_LINES", 16)  # the recording's ~180 lines are many
+    by_python = _scanned(tmp_path / "python", "gc-pause", matcher)
+    one_line = ("Triggering checkpoint", "Completed checkpoint")  # the metrics of events of one line
+    assert not [regex for regex in decided_by_re2 if regex.startswith(one_line)]
+    monkeypatch.setattr(measure, "MOSTLY_MATCHING", 0)
+    by_re2 = _scanned(tmp_path / "re2", "gc-pause", matcher)
+    assert decided_by_re2 and by_python == by_re2
+    assert sum(len(row.get("measures") or ()) for row in by_python) > 100

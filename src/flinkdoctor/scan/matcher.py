@@ -40,7 +40,11 @@ EXCEPTION_LINE = (
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
 NO_LEVEL = "NONE"  # what a signature's `level` names an event without a level (vocabulary.Level)
 # a stack frame or the count of frames left out: no message on such a line
-FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
+FRAME_REGEX = r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))"
+FRAME = re.compile(FRAME_REGEX)
+# a line after the first that is no frame, found in an event's whole text: FRAME with its blanks kept within the
+# line, so it reads each line as FRAME reads the line alone
+MESSAGE_LINE = re.compile("\n(?!" + FRAME_REGEX.replace("\\s", "[^\\S\\n]") + ")([^\n]*)")
 
 
 @dataclass
@@ -64,8 +68,13 @@ class Fields:
         """(index, text without leading blanks) of the event's lines below its first that are no stack frame:
         where a message is looked for when the header's message does not hold it (a pasted or mis-cut text
         prints its messages on any line)."""
-        lines = self.text.split("\n")
-        return [(i, line.lstrip()) for i, line in enumerate(lines[1:], 1) if line.strip() and not FRAME.match(line)]
+        text, found, index, done = self.text, [], 0, 0
+        for hit in MESSAGE_LINE.finditer(text):  # frames are skipped by the regex, not line by line in Python
+            index += text.count("\n", done, hit.start() + 1)
+            done = hit.start() + 1
+            if (line := hit.group(1)).strip():
+                found.append((index, line.lstrip()))
+        return found
 
     def get(self, name: str) -> str | None:
         """A text field by name (text, message, level, logger, thread, kind)."""

@@ -26,6 +26,7 @@ Measured = tuple[Positions, Positions, int, "pa.Array", "pa.MapArray"]
 
 # a job id elsewhere in an event (a chk-N path), for a measure whose line names none
 JOB_IN_EVENT = r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b"
+MOSTLY_MATCHING = 2  # at most this many lines per candidate event: most of them match (each event can)
 FEW_LINES = 128  # below this many candidate lines Python's `re` decides: cheaper than compiling the RE2 kernel
 SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())  # what str.rstrip() removes
 
@@ -88,10 +89,13 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
     idx = np.arange(len(flat)) - starts[parent]
     pattern = python_regex(regex)
     names = sorted(pattern.groupindex, key=pattern.groupindex.__getitem__)  # the order groupdict() gives
-    if len(flat) >= FEW_LINES and re2_regex(regex) is not None:  # RE2 decides which lines match, `re` takes groups
+    mostly_matching = len(flat) <= MOSTLY_MATCHING * len(cand)
+    if len(flat) >= FEW_LINES and not mostly_matching and re2_regex(regex) is not None:  # RE2 decides, `re` reads
         hit = matching(flat, regex)
         found = [pattern.search(value) for value in flat.take(pa.array(hit)).to_pylist()] if names else []
-    else:  # Python's `re` decides too (few lines: Arrow's kernel would compile the regex for them on every call)
+    else:  # Python's `re` decides too: few lines (Arrow's kernel would compile the regex for them on every call),
+        # or lines most of which match (events of one line each that the pass found the metric in: `re` on every
+        # line costs less than RE2 on every line and `re` again on most of them)
         searched = [(i, pattern.search(value)) for i, value in enumerate(flat.to_pylist())]
         hit = np.array([i for i, m in searched if m is not None], dtype=np.int64)
         found = [m for _, m in searched if m is not None]

@@ -77,7 +77,55 @@ def _trimmed(items: list[Node], flags: int, leading: bool = True) -> list[Node]:
         op, av = items[at]
         if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, POSSESSIVE) and av[1] != av[0]:
             items[at] = (sre.MAX_REPEAT, (av[0], av[0], av[2]))
-    return items
+    return _tail_cut(items, flags) if items else items
+
+
+def _tail_cut(items: list[Node], flags: int) -> list[Node]:
+    """The items with the repeats that end a group or an alternative at their end cut to their minimum, as
+    _trimmed cuts one at the top: Hyperscan reports a match at every offset it can end at, so `by (?:\\w+)`
+    reports once per letter of the word. Only a repeat of at least one that cannot match a newline is cut: the
+    shorter match then ends on the same line as the longer one, so the events and lines the pass finds are the
+    same, with fewer reports."""
+    op, av = items[-1]
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, POSSESSIVE):
+        low, high, body = av
+        if low == high == 1:
+            cut: Node = (sre.MAX_REPEAT, (1, 1, _tail_cut(list(body), flags) if len(body) else body))
+        elif low >= 1 and high != low and not _may_match_newline(body, flags):
+            cut = (sre.MAX_REPEAT, (low, low, body))
+        else:
+            return items
+    elif op is sre.SUBPATTERN:
+        group, add, remove, body = av
+        if not len(body):
+            return items
+        cut = (op, (group, add, remove, _tail_cut(list(body), (flags | add) & ~remove)))
+    elif op is ATOMIC:
+        cut = (op, _tail_cut(list(av), flags)) if len(av) else (op, av)
+    elif op is sre.BRANCH:
+        cut = (op, (av[0], [_tail_cut(list(branch), flags) if len(branch) else branch for branch in av[1]]))
+    else:
+        return items
+    return [*items[:-1], cut]
+
+
+def _may_match_newline(body: ParseTree, flags: int) -> bool:
+    """Can a match of the nodes hold a newline."""
+    return any(_newline_in(op, av, flags) for op, av in body)
+
+
+def _newline_in(op: object, av: NodeArg, flags: int) -> bool:
+    if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY):
+        return NEWLINE in _chars(op, av, flags)[0]
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, POSSESSIVE):
+        return bool(av[1]) and _may_match_newline(av[2], flags)
+    if op is sre.SUBPATTERN:
+        return _may_match_newline(av[3], (flags | av[1]) & ~av[2])
+    if op is ATOMIC:
+        return _may_match_newline(av, flags)
+    if op is sre.BRANCH:
+        return any(_may_match_newline(branch, flags) for branch in av[1])
+    return op not in DROPPED  # a back reference, or what the rewrite does not know: it may
 
 
 def _nullable(op: object, av: NodeArg) -> bool:
