@@ -245,7 +245,7 @@ def candidates(
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             if hi > lo:
                 shift[0] = lo
-                database.scan(view[lo:hi], match_event_handler=on_match)  # type: ignore[arg-type]  # stub: str|bytes; any buffer scans
+                database.scan(view[lo:hi], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
     if not ids:
         return none, none
     event = np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, side="right") - 1

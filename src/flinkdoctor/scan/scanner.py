@@ -439,8 +439,10 @@ class _Events:
         if self.files is not None:  # each file's groups are its own, as when it is scanned alone
             columns["file"] = pa.array(self.files.of_line[self.first[events]])
             keys.append("file")
-        groups = pa.table(columns).group_by(keys, use_threads=False).aggregate(
-            [("at", "min"), ("at", "max"), ("at", "count")]
+        groups = (
+            pa.table(columns)
+            .group_by(keys, use_threads=False)
+            .aggregate([("at", "min"), ("at", "max"), ("at", "count")])
         )
         first, last = groups.column("at_min").to_numpy(), groups.column("at_max").to_numpy()
         count = groups.column("at_count").to_numpy()
@@ -506,7 +508,6 @@ class _Events:
         entries: Candidates,
         repeats: dict[int, int],
     ) -> pa.RecordBatch:
-        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -517,7 +518,6 @@ class _Events:
         sigs = _signature_lists(found, rows, len(keep))
         first, part = self.first[keep], self.part
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
-        n = len(keep)
         headerless = orphan | self.piece[first]
         fields = _header_fields(part, text, headerless)
         matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
