@@ -142,11 +142,13 @@ def test_the_task_writes_what_each_file_alone_keeps(task, matcher, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from flinkdoctor.scan.scanner import run, scan_part
+    from flinkdoctor.scan.scanner import part_rows, run, scan_part
 
     alone_rows, alone_stats = _rows(out for part in task for out in scan_part(part, matcher.prefilter, matcher))
     ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
-    out = list(run(iter([ids]), plan=[task], prefilter=matcher.prefilter, out_dir=str(tmp_path), matcher=matcher))
+    out = list(
+        run(iter([ids]), plan=part_rows([task]), prefilter=matcher.prefilter, out_dir=str(tmp_path), matcher=matcher)
+    )
     rows, _ = _rows(pq.read_table(tmp_path / "part-00000.parquet").to_batches())
     stats = sorted(out[0].to_pylist(), key=lambda s: (s["sid"], s["block"]))
     assert stats == [{k: s[k] for k in stats[0]} for s in alone_stats]

@@ -101,22 +101,49 @@ class PartStats:
     catalogued: int = 0
 
 
+PartRow: TypeAlias = tuple[int, str, int, int, int, str, bool, bool, str, int]  # a Part's fields, in order
+
+
+def part_rows(plan: Sequence[Sequence[Part]]) -> list[list[PartRow]]:
+    """The plan as `run` takes it inside the tasks: each part as a plain tuple. The plan goes, pickled, with
+    every task's function, and each task unpickles all of it: 100,000 Part objects took 0.36 s a task, tuples
+    take a tenth of it, and only a task's own parts become Parts."""
+    return [[_row(part) for part in task] for task in plan]
+
+
+def _row(part: Part) -> PartRow:
+    return (
+        part.sid,
+        part.path,
+        part.start,
+        part.end,
+        part.size,
+        part.layout,
+        part.pieces,
+        part.counted,
+        part.kind,
+        part.bundle,
+    )
+
+
 def run(
     batches: Iterator[pa.RecordBatch],
-    plan: list[list[Part]],
+    plan: Sequence[Sequence[Part | PartRow]],
     prefilter: Prefilter,
     out_dir: str,
     matcher: Matcher | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts. The
-    task writes their events to one Parquet file of its own under `out_dir`, and hands Spark only the parts'
-    stats, one batch per task (a task may read thousands of small files). No event text crosses to the JVM."""
+    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
+    or their `part_rows`). The task writes their events to one Parquet file of its own under `out_dir`, and
+    hands Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event
+    text crosses to the JVM."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
             stats: list[PartStats] = []
+            parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
             with _no_cycle_collection(), _EventsFile(out_dir, task) as written:
-                for parts in _joinable(plan[task]):
-                    for out in scan_parts(parts, prefilter, matcher):
+                for joined in _joinable(parts):
+                    for out in scan_parts(joined, prefilter, matcher):
                         if isinstance(out, PartStats):
                             stats.append(out)
                         else:
