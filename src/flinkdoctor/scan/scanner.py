@@ -16,6 +16,11 @@ Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
 header, but no new line, so line numbers and `lines` stay those of the file.
+
+A task's whole small files of one layout and kind are scanned joined (`scan_parts`): their bytes in one buffer,
+each line knowing its file, so the passes above and their Arrow kernels run once for thousands of rolled files,
+not once a file; each file's bytes still go through Hyperscan on their own, and each event keeps its own file's
+source and line numbers.
 """
 
 from __future__ import annotations
