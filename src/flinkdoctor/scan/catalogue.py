@@ -211,9 +211,13 @@ def _database(index: CatalogueIndex) -> hyperscan.Database | None:
     return compile_patterns(index.patterns)
 
 
-def candidates(index: CatalogueIndex, data: Bytes, begin: Positions, end: Positions) -> tuple[Positions, Positions]:
+def candidates(
+    index: CatalogueIndex, data: Bytes, begin: Positions, end: Positions, files: Positions | None = None
+) -> tuple[Positions, Positions]:
     """(spans, entries) numpy arrays: each (span, entry) pair whose entry's pattern the pass found in the span's
-    bytes [begin, end) of `data` (spans in order, not overlapping: an event's, or a line's), once."""
+    bytes [begin, end) of `data` (spans in order, not overlapping: an event's, or a line's), once. `files`: the
+    spans where another of several files joined in `data` starts (scanner.scan_parts); the spans of each file
+    are scanned on their own, so no match runs from one file into the next."""
     import numpy as np
 
     none = np.zeros(0, dtype=np.int64)
@@ -224,15 +228,24 @@ def candidates(index: CatalogueIndex, data: Bytes, begin: Positions, end: Positi
     joined = _joined(data, begin, end)
     ids: list[int] = []
     ends: list[int] = []
+    shift = [0]
 
     def on_match(pattern_id: int, start: int, stop: int, flags: int, context: object) -> None:
         ids.append(pattern_id)
-        ends.append(stop)
+        ends.append(stop + shift[0])
 
     database = _database(index)
     if database is None:
         return _candidates_re2(index, joined, starts)
-    database.scan(joined, match_event_handler=on_match)
+    if files is None:
+        database.scan(joined, match_event_handler=on_match)
+    else:
+        bounds = [0, *starts[files[files > 0]].tolist(), len(joined)]
+        view = memoryview(joined)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            if hi > lo:
+                shift[0] = lo
+                database.scan(view[lo:hi], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
     if not ids:
         return none, none
     event = np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, side="right") - 1

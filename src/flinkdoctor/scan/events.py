@@ -32,7 +32,7 @@ from .catalogue import for_tasks
 from .headers import WARN_WORDS
 from .matcher import Matcher
 from .prefilter import Prefilter
-from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, run
+from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, part_rows, run
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -159,7 +159,7 @@ def build_events(
         return EventsResult(str(out), {}, {}, times)
     tasks = plan(sources, split_bytes, bundle_of)
     matcher = _for_tasks(spark, matcher, Path(out_dir))
-    scan = partial(run, plan=tasks, prefilter=prefilter, out_dir=str(out), matcher=matcher)
+    scan = partial(run, plan=part_rows(tasks), prefilter=prefilter, out_dir=str(out), matcher=matcher)
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
     return EventsResult(str(out), *_part_stats(parts, sources), times)
 

@@ -98,9 +98,17 @@ class Hits:
         return found if found is not None else np.zeros(0, dtype=np.int64)
 
 
-def scan(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_end: Positions) -> Hits:
+def scan(
+    prefilter: Prefilter,
+    data: Bytes,
+    begin: Positions,
+    first_line_end: Positions,
+    files: Positions | None = None,
+) -> Hits:
     """One Hyperscan pass over the events: byte spans of the numpy uint8 `data` starting at `begin` (in order,
-    back to back, the last to the end of `data`); `first_line_end`: where each event's first line ends."""
+    back to back, the last to the end of `data`); `first_line_end`: where each event's first line ends.
+    `files`: where each of several files joined in `data` starts (scanner.scan_parts); each is scanned on its
+    own, so no match runs from one file into the next."""
     import numpy as np
 
     n = len(begin)
@@ -113,16 +121,21 @@ def scan(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_end: Po
     base = int(begin[0])
     ids: list[int] = []
     ends: list[int] = []
+    shift = [base]
 
     def on_match(pattern_id: int, start: int, stop: int, flags: int, context: object) -> None:
         ids.append(pattern_id)
-        ends.append(stop)
+        ends.append(stop + shift[0])
 
-    compiled.scan(data.data[base:], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
+    bounds = [base, len(data)] if files is None else [*files.tolist(), len(data)]
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        if hi > lo:
+            shift[0] = lo
+            compiled.scan(data.data[lo:hi], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
     if not ids:
         return Hits(n, {}, none)
     which = np.array(ids, dtype=np.int64)
-    stop = np.array(ends, dtype=np.int64) + base
+    stop = np.array(ends, dtype=np.int64)
     event = np.searchsorted(begin, stop - 1, side="right") - 1  # the event holding the match's last byte
     words = which < len(prefilter.words)
     level_words = np.unique(event[words & (stop <= first_line_end[event])])

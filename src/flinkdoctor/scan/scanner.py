@@ -16,6 +16,11 @@ Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
 header, but no new line, so line numbers and `lines` stay those of the file.
+
+A task's whole small files of one layout and kind are scanned joined (`scan_parts`): their bytes in one buffer,
+each line knowing its file, so the passes above and their Arrow kernels run once for thousands of rolled files,
+not once a file; each file's bytes still go through Hyperscan on their own, and each event keeps its own file's
+source and line numbers.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this
 EXTEND = 64 * 1024  # first read past a range's end, doubled until the next header shows
 OUT_EVENTS = 20_000  # events per Arrow batch written
 ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
+JOIN_BYTES = 32 * 1024 * 1024  # whole small files scanned together, at most (scan_parts)
 # an exception line or a stack frame: an event holding one can be failure evidence for the catalogue
 TRACE = re.compile("(?m)" + EXCEPTION_LINE.removeprefix("(?m)") + r"|^\s*at\s+\S")
 
@@ -100,22 +106,49 @@ class PartStats:
     catalogued: int = 0
 
 
+PartRow: TypeAlias = tuple[int, str, int, int, int, str, bool, bool, str, int]  # a Part's fields, in order
+
+
+def part_rows(plan: Sequence[Sequence[Part]]) -> list[list[PartRow]]:
+    """The plan as `run` takes it inside the tasks: each part as a plain tuple. The plan goes, pickled, with
+    every task's function, and each task unpickles all of it: 100,000 Part objects took 0.36 s a task, tuples
+    take a tenth of it, and only a task's own parts become Parts."""
+    return [[_row(part) for part in task] for task in plan]
+
+
+def _row(part: Part) -> PartRow:
+    return (
+        part.sid,
+        part.path,
+        part.start,
+        part.end,
+        part.size,
+        part.layout,
+        part.pieces,
+        part.counted,
+        part.kind,
+        part.bundle,
+    )
+
+
 def run(
     batches: Iterator[pa.RecordBatch],
-    plan: list[list[Part]],
+    plan: Sequence[Sequence[Part | PartRow]],
     prefilter: Prefilter,
     out_dir: str,
     matcher: Matcher | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts. The
-    task writes their events to one Parquet file of its own under `out_dir`, and hands Spark only the parts'
-    stats, one batch per task (a task may read thousands of small files). No event text crosses to the JVM."""
+    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
+    or their `part_rows`). The task writes their events to one Parquet file of its own under `out_dir`, and
+    hands Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event
+    text crosses to the JVM."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
             stats: list[PartStats] = []
+            parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
             with _no_cycle_collection(), _EventsFile(out_dir, task) as written:
-                for part in plan[task]:
-                    for out in scan_part(part, prefilter, matcher):
+                for joined in _joinable(parts):
+                    for out in scan_parts(joined, prefilter, matcher):
                         if isinstance(out, PartStats):
                             stats.append(out)
                         else:
@@ -183,6 +216,88 @@ class _EventsFile:
         return False
 
 
+def _joinable(parts: list[Part]) -> list[list[Part]]:
+    """A task's parts as scan_parts takes them: whole files of one layout and kind together, up to JOIN_BYTES
+    (a task of thousands of small files pays the scan's fixed costs a few times, not once a file); a range of
+    a larger file, or a file of no layout, alone."""
+    groups: list[list[Part]] = []
+    open_groups: dict[tuple[str, str], tuple[list[Part], list[int]]] = {}
+    for part in parts:
+        if part.start != 0 or part.end < part.size or part.layout == "none":
+            groups.append([part])
+            continue
+        key = (part.layout, part.kind)
+        group, size = open_groups.get(key, (None, [0]))
+        if group is None or size[0] + part.size > JOIN_BYTES:
+            group, size = [], [0]
+            open_groups[key] = (group, size)
+            groups.append(group)
+        group.append(part)
+        size[0] += part.size
+    return groups
+
+
+def scan_parts(
+    parts: Sequence[Part], prefilter: Prefilter, matcher: Matcher | None = None
+) -> Iterator[pa.RecordBatch | PartStats]:
+    """What scan_part gives for each of the parts, from one scan of them joined: whole files of one layout and
+    kind (_joinable). Each event keeps its own file's source, line numbers and header fields; no match, event,
+    stack frame or group of repeated warnings runs from one file into the next. Then each part's PartStats."""
+    import numpy as np
+
+    if len(parts) == 1:
+        yield from scan_part(parts[0], prefilter, matcher)
+        return
+    part = parts[0]
+    blobs = [_whole(p) for p in parts]
+    sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
+    offsets = np.cumsum(sizes) - sizes
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    if len(data) and not _is_utf8(data):  # each file's bytes made valid on their own, as scan_part does
+        blobs = [_valid_utf8(np.frombuffer(blob, dtype=np.uint8), np.zeros(1, dtype=np.int64))[0] for blob in blobs]
+        sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
+        offsets = np.cumsum(sizes) - sizes
+        data = np.frombuffer(b"".join(bytes(blob) for blob in blobs), dtype=np.uint8)
+    del blobs
+    after_newline, crlf = _line_starts(data)
+    present = np.flatnonzero(sizes > 0)  # an empty file has no line
+    starts = np.union1d(after_newline[after_newline < len(data)], offsets[present])
+    of_line = present[np.searchsorted(offsets[present], starts, side="right") - 1]
+    pieces = np.array([p.pieces for p in parts], dtype=bool)
+    piece = (data[starts] == 0) & pieces[of_line] if len(starts) else np.zeros(0, dtype=bool)
+    lines = np.bincount(of_line, weights=~piece, minlength=len(parts)).astype(np.int64)
+    zero = np.zeros(len(parts), dtype=np.int64)
+    counts = dict.fromkeys(("matched", "measured", "warned", "catalogued"), zero)
+    orphan, events_of = zero, zero
+    if len(starts):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        files = _Files(parts, offsets, of_line)
+        events = _Events(part, data, starts, np.ones(len(starts), dtype=bool), piece, crlf, files)
+        index = {p.sid: i for i, p in enumerate(parts)}
+        counts = {key: zero.copy() for key in counts}
+        for batch in events.kept(prefilter, matcher):
+            at = np.array([index[sid] for sid in batch.column("sid").to_pylist()], dtype=np.int64)
+            for key, column in (("matched", "matches"), ("measured", "measures"), ("catalogued", "entries")):
+                length = pc.list_value_length(batch.column(column)).to_numpy(zero_copy_only=False)
+                np.add.at(counts[key], at, length)
+            warned = pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS)))
+            np.add.at(counts["warned"], at, pc.fill_null(warned, False).to_numpy(zero_copy_only=False))
+            yield batch
+        orphan, events_of = events.counts_by_file(layout_by_id(part.layout).timed)
+    for i, p in enumerate(parts):
+        counted = int(events_of[i]) - (orphan[i] > 0) if p.counted else 0
+        yield PartStats(
+            p.sid,
+            p.start,
+            int(lines[i]),
+            int(orphan[i]),
+            counted,
+            *(int(counts[key][i]) for key in ("matched", "measured", "warned", "catalogued")),
+        )
+
+
 def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator[pa.RecordBatch | PartStats]:
     """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats."""
     import numpy as np
@@ -217,13 +332,33 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
     yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned, catalogued)
 
 
-class _Events:
-    """The events whose header starts in the part: their lines, byte spans and kept rows."""
+@dataclass(frozen=True)
+class _Files:
+    """Several whole files joined in one buffer (scan_parts): each part's first byte in it, and per line the
+    index of the part it is in."""
 
-    def __init__(self, part: Part, data: Bytes, starts: Positions, owned: Flags, piece: Flags, crlf: bool):
+    parts: Sequence[Part]
+    offsets: Positions
+    of_line: Positions
+
+
+class _Events:
+    """The events whose header starts in the part (or in the parts `files` joined): their lines, byte spans and
+    kept rows."""
+
+    def __init__(
+        self,
+        part: Part,
+        data: Bytes,
+        starts: Positions,
+        owned: Flags,
+        piece: Flags,
+        crlf: bool,
+        files: _Files | None = None,
+    ):
         import numpy as np
 
-        self.part, self.data, self.piece, self.crlf = part, data, piece, crlf
+        self.part, self.data, self.piece, self.crlf, self.files = part, data, piece, crlf, files
         self.ends = np.append(starts[1:], len(data))  # a line's bytes end after its newline
         self.starts = starts
         self.text = _lines_array(data, starts)
@@ -236,10 +371,19 @@ class _Events:
             self.header = np.zeros(len(starts), dtype=bool)
             self.header[where] = flag(self.test, self.text.take(where))
         first = np.zeros(len(starts), dtype=bool)
-        first[0] = part.start == 0  # a file's first line starts an event, header or not (an orphan)
+        if files is None:
+            first[0] = part.start == 0  # a file's first line starts an event, header or not (an orphan)
+        else:
+            first = starts == files.offsets[files.of_line]
+        self.file_first = first  # the lines that start a file
         self.first = np.flatnonzero((self.header | piece | first) & owned)  # each event's first line
         self.last = np.append(self.first[1:], len(starts)) - 1
         self.rel = np.cumsum(~piece, dtype=np.int64)  # a line's number from the part's start (a piece: its line)
+        if files is not None:  # from its own file's start
+            before = np.zeros(len(files.parts), dtype=np.int64)
+            at = np.flatnonzero(first)
+            before[files.of_line[at]] = self.rel[at] - ~piece[at]
+            self.rel -= before[files.of_line]
 
     def count(self) -> int:
         return int((~self.piece[self.first]).sum())
@@ -249,6 +393,20 @@ class _Events:
         if not len(self.first) or self.part.start != 0 or self.header[0] or self.piece[0]:
             return 0
         return int(self.rel[self.last[0]])
+
+    def counts_by_file(self, timed: bool) -> tuple[Positions, Positions]:
+        """(orphan lines, events) of each of the joined files, as `orphan_lines` and `count` give them alone."""
+        import numpy as np
+
+        assert self.files is not None
+        n = len(self.files.parts)
+        of_event = self.files.of_line[self.first]
+        events = np.bincount(of_event, weights=~self.piece[self.first], minlength=n).astype(np.int64)
+        orphan = np.zeros(n, dtype=np.int64)
+        if timed:
+            at = np.flatnonzero(self.file_first[self.first] & ~self.header[self.first] & ~self.piece[self.first])
+            orphan[of_event[at]] = self.rel[self.last[at]]
+        return orphan, events
 
     def kept(self, prefilter: Prefilter, matcher: Matcher | None) -> Iterator[pa.RecordBatch]:
         """Events some signature could match, and events at WARN level or above, with their text."""
@@ -262,7 +420,8 @@ class _Events:
         end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
         end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
         end = np.maximum(end, begin)
-        hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first])
+        offsets = self.files.offsets if self.files is not None else None
+        hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first], offsets)
         found: dict[int, Positions] = {}  # only the signatures with candidates: a small part has a few of the hundreds
         for number, patterns in enumerate(prefilter.signatures):
             events = hits.signature_events(patterns)
@@ -302,16 +461,20 @@ class _Events:
         heads = pc.utf8_rtrim(self.text.take(pa.array(self.first[events])), characters="\r\n")
         headerless = ~self.header[self.first[events]] | self.piece[self.first[events]]
         fields = _header_fields(self.part, heads.cast(pa.string()), headerless)
-        table = pa.table(
-            {
-                "logger": fields["logger"],
-                "message": fields["message"],
-                "level": fields["level"],
-                "at": pa.array(np.arange(len(events))),
-            }
-        )
-        groups = table.group_by(["logger", "message", "level"], use_threads=False).aggregate(
-            [("at", "min"), ("at", "max"), ("at", "count")]
+        columns = {
+            "logger": fields["logger"],
+            "message": fields["message"],
+            "level": fields["level"],
+            "at": pa.array(np.arange(len(events))),
+        }
+        keys = ["logger", "message", "level"]
+        if self.files is not None:  # each file's groups are its own, as when it is scanned alone
+            columns["file"] = pa.array(self.files.of_line[self.first[events]])
+            keys.append("file")
+        groups = (
+            pa.table(columns)
+            .group_by(keys, use_threads=False)
+            .aggregate([("at", "min"), ("at", "max"), ("at", "count")])
         )
         first, last = groups.column("at_min").to_numpy(), groups.column("at_max").to_numpy()
         count = groups.column("at_count").to_numpy()
@@ -333,7 +496,8 @@ class _Events:
             evidence[:] = True
         at = np.flatnonzero(evidence)
         lines, owner = self._lines_but_frames(at, capped)
-        spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines])
+        files = None if self.files is None else np.flatnonzero(np.diff(self.files.of_line[lines])) + 1
+        spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines], files)
         return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_text)
 
     def _line_text(self, line: int) -> str:
@@ -357,7 +521,9 @@ class _Events:
         owner = np.repeat(events, count)
         lines = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()), dtype=np.int64)
         at = self.starts[lines]
-        top = len(self.data) - 1
+        top: int | Positions = len(self.data) - 1  # no byte past the file's last is read
+        if self.files is not None:
+            top = np.append(self.files.offsets[1:], len(self.data))[self.files.of_line[lines]] - 1
         frame = self.data[at] == 9  # a tab, then "at "
         for offset, byte in ((1, 97), (2, 116), (3, 32)):
             frame &= self.data[np.minimum(at + offset, top)] == byte
@@ -374,7 +540,6 @@ class _Events:
         entries: Candidates,
         repeats: dict[int, int],
     ) -> pa.RecordBatch:
-        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -384,8 +549,7 @@ class _Events:
         text, masked = _masked(text)
         sigs = _signature_lists(found, rows, len(keep))
         first, part = self.first[keep], self.part
-        orphan = (first == 0) & (part.start == 0) & ~self.header[first] & ~self.piece[first]
-        n = len(keep)
+        orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
         fields = _header_fields(part, text, headerless)
         matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
@@ -393,9 +557,7 @@ class _Events:
         entry_hits = _entry_hits(matcher, text, masked, keep, entries, level, headerless | ~self.header[first], part)
         batch = pa.RecordBatch.from_arrays(
             [
-                pa.array(np.full(n, part.sid, dtype=np.int32)),
-                pa.array(np.full(n, part.bundle, dtype=np.int32)),
-                pa.array(np.full(n, part.start, dtype=np.int64)),
+                *self._source_columns(first),
                 pa.array(self.rel[first]),
                 pa.array(self.rel[self.last[keep]]),
                 pa.array(orphan),
@@ -419,6 +581,26 @@ class _Events:
         if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
             return batch
         return batch.filter(needed)  # a candidate nothing matched is not kept
+
+    def _source_columns(self, first: Positions) -> list[pa.Array]:
+        """`sid`, `bundle` and `block` of the events that start at lines `first`: the part's, or each file's."""
+        import numpy as np
+        import pyarrow as pa
+
+        n, part = len(first), self.part
+        if self.files is None:
+            return [
+                pa.array(np.full(n, part.sid, dtype=np.int32)),
+                pa.array(np.full(n, part.bundle, dtype=np.int32)),
+                pa.array(np.full(n, part.start, dtype=np.int64)),
+            ]
+        of = self.files.of_line[first]
+        parts = self.files.parts
+        return [
+            pa.array(np.array([p.sid for p in parts], dtype=np.int32)[of]),
+            pa.array(np.array([p.bundle for p in parts], dtype=np.int32)[of]),
+            pa.array(np.array([p.start for p in parts], dtype=np.int64)[of]),
+        ]
 
 
 def _repeats(keep: Positions, repeats: dict[int, int]) -> npt.NDArray[np.int32]:
@@ -555,6 +737,18 @@ def _line_starts(data: Bytes, chunk: int = 1 << 20) -> tuple[Positions, bool]:
         found.append(np.flatnonzero(piece == 10) + (at + 1))
         crlf = crlf or bool((piece == 13).any())
     return np.concatenate(found), crlf
+
+
+def _is_utf8(data: Bytes) -> bool:
+    """Whether `data` is valid UTF-8 as _valid_utf8 tests it (Arrow's validation)."""
+    import numpy as np
+    import pyarrow as pa
+
+    try:
+        _lines_array(data, np.zeros(1, dtype=np.int64)).validate(full=True)
+        return True
+    except pa.ArrowInvalid:
+        return False
 
 
 def _valid_utf8(data: Bytes, starts: Positions) -> tuple[Bytes, Positions]:
@@ -829,6 +1023,26 @@ def _matches_type() -> pa.ListType:
     return pa.list_(
         pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
     )
+
+
+def _whole(part: Part) -> Blob:
+    """A whole file's bytes as ingest saw them (part.size; a live log that grew is read as it was); gone or cut
+    shorter since is InputChanged (see _open_unchanged). A local file is read without pyarrow's file system."""
+    import os
+
+    if "://" in part.path:
+        with _open_unchanged(part) as handle:
+            whole: Blob = handle.read_at(part.size, 0)
+            return whole
+    shown = os.readlink(part.path) if os.path.islink(part.path) else part.path
+    try:
+        with open(part.path, "rb") as handle:
+            data = handle.read(part.size)
+    except FileNotFoundError as err:
+        raise InputChanged(shown, "it is gone") from err
+    if len(data) < part.size:
+        raise InputChanged(shown, f"{part.size:,} bytes when read, {len(data):,} now")
+    return data
 
 
 def _open_unchanged(part: Part) -> pa.NativeFile:
