@@ -637,6 +637,42 @@ def test_a_session_clusters_jobs_in_bulk_cost_no_pass_per_job():
         )
 
 
+@pytest.mark.unit
+def test_a_session_clusters_jobs_keep_no_points_beyond_their_evidence():
+    """100,000 jobs in one JobManager log: what the analysis keeps per job (its report's numbers and bounded
+    series) does not hold Points of its longest and latest checkpoints unless evidence shows them. Measured with
+    tracemalloc between 1,000 and 3,000 jobs of 6 checkpoints: under 2,000 bytes a job (it was 3,400 when each
+    job kept ten Points and their text; it measures 1,150)."""
+    import gc
+    import tracemalloc
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    def retained(jobs: int):
+        measures = []
+        for k in range(jobs):
+            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+        given = Measured()
+        given.checkpoints = _as_columns(measures)
+        del measures
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            section, analyses = analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert len(section.jobs) == len(analyses) == jobs and not any(a.evidence for a in analyses)
+        return kept
+
+    assert (retained(3000) - retained(1000)) / 2000 < 2000
+
+
 def test_the_series_of_many_jobs_share_one_bound():
     """The report's checkpoint series are bounded in all: 3,000 jobs of 6 checkpoints each list at most
     SERIES_MAX points together (each job at least its shortest and longest), with every count still whole."""
@@ -699,6 +735,16 @@ def test_spark_actions_do_not_grow_with_jobs(spark, rules, tmp_path, monkeypatch
     assert [r.rule for r in many.root_causes] == [r.rule for r in few.root_causes]
 
 
+def _with_timeout(ms: str = "250 ms"):
+    """A configured checkpoint timeout (as an operator's flink-conf.yaml sets it) below the test jobs' longest
+    checkpoints: each job's five longest become evidence (checkpoint-duration-near-timeout), the Points shown."""
+    from flinkdoctor.analytics.config import Assignment, Effective
+
+    effective = Effective()
+    effective.add(Assignment("execution.checkpointing.timeout", ms, "flink-conf.yaml"))
+    return effective
+
+
 def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     """A long run's completions keep no text in memory: their lines stay in the measures' file, and the points
     a report shows (evidence) get theirs read back, the same as when the columns held every text."""
@@ -707,7 +753,6 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     from pyarrow import fs
 
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
-    from flinkdoctor.analytics.config import Effective
     from flinkdoctor.analytics.metrics import Measured, Texts
     from flinkdoctor.sources.ingest import Manifest
 
@@ -726,13 +771,14 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
         columns.schema.get_field_index("text"), "text", pa.array(range(columns.num_rows), pa.int64())
     )
     stored.texts = Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
-    effective, paths = Effective(), {0: "jobmanager.log"}
+    effective, paths = _with_timeout(), {0: "jobmanager.log"}
     plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
     read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
     assert read == plain
     shown = [(p.line, p.text) for j in read_jobs for p in j.points]  # each job's longest (here its latest)
     assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points]
     assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)
+    assert sorted(shown) == sorted((p.line, p.text) for j in read_jobs for v in j.evidence.values() for p in v)
 
 
 def _measures_file(measures, number: dict, bundle_of: dict | None = None):
@@ -787,7 +833,6 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
     from flinkdoctor.analytics import metrics as m
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
     from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
-    from flinkdoctor.analytics.config import Effective
     from flinkdoctor.sources.ingest import Manifest
 
     known = m.load_metrics()
@@ -820,7 +865,7 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
     read.checkpoints, read.texts = many, texts
     held = m.Measured()  # the same rows with their text in the columns (test_completions_text_read_back...)
     held.checkpoints = _as_columns(measures)
-    effective, paths = Effective(), {0: "jobmanager.log", 1: "jobmanager.log.1"}
+    effective, paths = _with_timeout(), {0: "jobmanager.log", 1: "jobmanager.log.1"}
     bulk, bulk_jobs = analyse_checkpoints(read, Manifest([], Path("."), None), effective, paths)
     alone, alone_jobs = analyse_checkpoints(held, Manifest([], Path("."), None), effective, paths)
     assert bulk == alone and [j.counts for j in bulk.jobs] == [{"completed": 300}, {"completed": 200}]
@@ -883,7 +928,6 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
 
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
     from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS, Columns
-    from flinkdoctor.analytics.config import Effective
     from flinkdoctor.analytics.metrics import Measured, Texts
     from flinkdoctor.sources.ingest import Manifest
 
@@ -898,7 +942,7 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
     stored, whole = Measured(), Measured()
     stored.checkpoints, stored.texts = columns, Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
     whole.checkpoints = held
-    effective, paths = Effective(), {0: "jobmanager.log"}
+    effective, paths = _with_timeout(), {0: "jobmanager.log"}
     read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
     plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
     assert read == plain and read.jobs[0].counts == {"completed": 500}
