@@ -309,9 +309,9 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
         (spark_rows, *by_spark), (driver_rows, *by_driver) = seen["spark"], seen["driver"]
         assert by_driver == by_spark, name
         trigger_rows, done_rows = len(by_spark[1]), len(by_spark[2])
-        assert done_rows >= 3 and trigger_rows >= 3 and by_spark[3].jobs
+        assert trigger_rows >= 3 and by_spark[3].jobs, name
         if name == "twice":  # the driver read each checkpoint's two lines of each kind, and kept the one Spark kept
-            assert driver_rows == spark_rows + trigger_rows + done_rows
+            assert done_rows >= 3 and driver_rows == spark_rows + trigger_rows + done_rows
             assert {sid for _, _, _, _, sid in by_spark[1]} == {1} and {d[5] for d in by_spark[2]} == {0}
         else:
             assert any(p.status == "expired" for j in by_spark[3].jobs for p in j.series)
