@@ -385,11 +385,11 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     The checkpoint analytics merge these per checkpoint as they would every line (checkpoints._merge). Every
     group is within one bundle (the events' `bundle`), so bundles diagnosed together never merge.
 
-    Spark reduces all kinds but the triggers and completions (an aggregate over a text key). Those (COLUMNAR) a
-    long run has one line each of per checkpoint, so Spark's aggregate reduced nothing: it sorted every row
-    (`min_by` over a struct is a sort-based aggregate), twice, for about half of a long run's time. They are
-    written as they are, and the driver reduces them by the same keys and order while it reads them into
-    typed columns (columns.Builder: a sort of numbers).
+    Spark reduces all kinds but the triggers and completions (an aggregate over a text key). Those (WRITTEN) a
+    long run has one line of each kind per checkpoint, so Spark's aggregate reduced nothing: it sorted every row,
+    in the tasks and after the shuffle (`min_by` over a struct is a sort-based aggregate), to keep each. They are
+    written as they are, and the driver reduces them by the same keys and order while it reads them into its
+    typed columns (columns.Builder: one sort of numbers).
     """
     from pyspark.sql import functions as F
 
