@@ -305,6 +305,10 @@ def diagnose(bundle: Path, out: Path, py: str, env: dict, extra: tuple[str, ...]
             "root_causes": [],
         }
     report = json.loads(run.stdout)
+    if os.environ.get("BENCH_REPORTS"):  # the report kept, to compare builds (its `timings` differ by run)
+        kept = Path(os.environ["BENCH_REPORTS"]) / f"{bundle.name}.json"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(run.stdout, encoding="utf-8")
     return {
         "diagnose_s": seconds,
         "diagnose_cpu_s": rss.cpu,

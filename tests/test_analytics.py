@@ -261,13 +261,71 @@ def test_metrics_feed_the_prefilter_after_the_rules():
     assert all(re.compile(m.pattern.pattern) for m in metrics)
 
 
-def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
-    """The driver gets one measured line per checkpoint (Spark reduces them), wherever else the lines repeat: the
+def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, tmp_path, monkeypatch):
+    """The triggers and completions are written unreduced and reduced by the driver (columns.Builder) to the
+    rows Spark's aggregate kept: on real lab runs (a 1.20.3 JobManager log given twice, so that every checkpoint
+    has two lines of each kind, and a 2.1.1 run whose checkpoints expire), the same columns, the same other
+    measures, the same texts read back and the same analysis as when Spark reduced every kind."""
+    import numpy as np
+
+    from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    (log,) = unpacked(LAB / "1.20.3" / "healthy.tar.gz", tmp_path / "run").glob("*/log/*standalonesession*.log")
+    (tmp_path / "twice" / "again").mkdir(parents=True)
+    (tmp_path / "twice" / "jobmanager.log").write_bytes(log.read_bytes())
+    (tmp_path / "twice" / "again" / "jobmanager.log").write_bytes(log.read_bytes())
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics))
+
+    def bits(values):  # numbers, times and nan/NaT compared as they are stored
+        return values.view(np.int64).tolist() if values.dtype.kind in "fM" else values.tolist()
+
+    for name, given in (("twice", tmp_path / "twice"), ("expiring", LAB / "2.1.1" / "checkpoint-timeout.tar.gz")):
+        manifest = ingest([given], tmp_path / f"work-{name}")
+        events = build_events(spark, manifest, tmp_path / f"work-{name}", matcher.prefilter, matcher=matcher)
+        table = events.table(spark)
+        seen = {}
+        for plan, written in (("spark", ()), ("driver", m.COLUMNAR)):
+            monkeypatch.setattr(m, "WRITTEN", written)
+            found = extract(table, metrics, events.blocks, manifest)  # through the measures' file
+            rows = sum(file.metadata.num_rows for file in found.texts.files)
+            c = found.checkpoints
+            columns = zip(*(bits(getattr(c, f"t_{f}")) for f in ("job", "number", "time", "at", "sid")), strict=True)
+            triggers = sorted((c.jobs[j], *rest) for j, *rest in columns)
+            fields = ("job", "number", "time", "duration", "size", "sid", "line", "host")
+            done = sorted(
+                (c.jobs[j], *rest, text)
+                for j, *rest, text in zip(
+                    *(bits(getattr(c, f"c_{f}")) for f in fields), found.texts.read(c.c_row), strict=True
+                )
+            )
+            analysis = analyse(found, manifest, None)
+            shown = sorted((f.rule, f.sid, f.line, f.text) for f in analysis.findings)
+            seen[plan] = (rows, sorted(found, key=repr), triggers, done, analysis.checkpoints, shown)
+        (spark_rows, *by_spark), (driver_rows, *by_driver) = seen["spark"], seen["driver"]
+        assert by_driver == by_spark, name
+        trigger_rows, done_rows = len(by_spark[1]), len(by_spark[2])
+        assert trigger_rows >= 3 and by_spark[3].jobs, name
+        if name == "twice":  # the driver read each checkpoint's two lines of each kind, and kept the one Spark kept
+            assert done_rows >= 3 and driver_rows == spark_rows + trigger_rows + done_rows
+            assert {sid for _, _, _, _, sid in by_spark[1]} == {1} and {d[5] for d in by_spark[2]} == {0}
+        else:
+            assert any(p.status == "expired" for j in by_spark[3].jobs for p in j.series)
+
+
+def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path, monkeypatch):
+    """The driver gets one measured line per checkpoint (Spark reduces them, here every kind: the driver's own
+    reduction of the triggers and completions is the test above), wherever else the lines repeat: the
     JobManager log of a real run given twice gives the points of one copy, at the first copy's lines; and the
     analytics of the reduced lines are those of every line."""
     import pyarrow as pa
 
     from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.analytics import metrics as m
     from flinkdoctor.analytics.metrics import _split_columnar
     from flinkdoctor.scan.events import build_events
     from flinkdoctor.scan.matcher import build_matcher
@@ -280,7 +338,8 @@ def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path):
     (tmp_path / "twice" / "jobmanager.log").write_bytes(log.read_bytes())
     (tmp_path / "twice" / "again" / "jobmanager.log").write_bytes(log.read_bytes())
     metrics = load_metrics()
-    matcher = build_matcher(rules, tuple(m.line for m in metrics))
+    matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
+    monkeypatch.setattr(m, "WRITTEN", ())
     measured = {}
     for name in ("once", "twice"):
         manifest = ingest([tmp_path / name], tmp_path / f"work-{name}")
@@ -578,6 +637,42 @@ def test_a_session_clusters_jobs_in_bulk_cost_no_pass_per_job():
         )
 
 
+@pytest.mark.unit
+def test_a_session_clusters_jobs_keep_no_points_beyond_their_evidence():
+    """100,000 jobs in one JobManager log: what the analysis keeps per job (its report's numbers and bounded
+    series) does not hold Points of its longest and latest checkpoints unless evidence shows them. Measured with
+    tracemalloc between 1,000 and 3,000 jobs of 6 checkpoints: under 2,000 bytes a job (it was 3,400 when each
+    job kept ten Points and their text; it measures 1,150)."""
+    import gc
+    import tracemalloc
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    def retained(jobs: int):
+        measures = []
+        for k in range(jobs):
+            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+        given = Measured()
+        given.checkpoints = _as_columns(measures)
+        del measures
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            section, analyses = analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert len(section.jobs) == len(analyses) == jobs and not any(a.evidence for a in analyses)
+        return kept
+
+    assert (retained(3000) - retained(1000)) / 2000 < 2000
+
+
 def test_the_series_of_many_jobs_share_one_bound():
     """The report's checkpoint series are bounded in all: 3,000 jobs of 6 checkpoints each list at most
     SERIES_MAX points together (each job at least its shortest and longest), with every count still whole."""
@@ -640,6 +735,16 @@ def test_spark_actions_do_not_grow_with_jobs(spark, rules, tmp_path, monkeypatch
     assert [r.rule for r in many.root_causes] == [r.rule for r in few.root_causes]
 
 
+def _with_timeout(ms: str = "250 ms"):
+    """A configured checkpoint timeout (as an operator's flink-conf.yaml sets it) below the test jobs' longest
+    checkpoints: each job's five longest become evidence (checkpoint-duration-near-timeout), the Points shown."""
+    from flinkdoctor.analytics.config import Assignment, Effective
+
+    effective = Effective()
+    effective.add(Assignment("execution.checkpointing.timeout", ms, "flink-conf.yaml"))
+    return effective
+
+
 def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     """A long run's completions keep no text in memory: their lines stay in the measures' file, and the points
     a report shows (evidence) get theirs read back, the same as when the columns held every text."""
@@ -648,7 +753,6 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     from pyarrow import fs
 
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
-    from flinkdoctor.analytics.config import Effective
     from flinkdoctor.analytics.metrics import Measured, Texts
     from flinkdoctor.sources.ingest import Manifest
 
@@ -667,40 +771,23 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
         columns.schema.get_field_index("text"), "text", pa.array(range(columns.num_rows), pa.int64())
     )
     stored.texts = Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
-    effective, paths = Effective(), {0: "jobmanager.log"}
+    effective, paths = _with_timeout(), {0: "jobmanager.log"}
     plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
     read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
     assert read == plain
     shown = [(p.line, p.text) for j in read_jobs for p in j.points]  # each job's longest (here its latest)
     assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points]
     assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)
+    assert sorted(shown) == sorted((p.line, p.text) for j in read_jobs for v in j.evidence.values() for p in v)
 
 
-@pytest.mark.unit
-def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints(tmp_path, monkeypatch):
-    """The reduced measures' file (as `_reduced` writes it: the triggers' and completions' captures as string
-    columns) read a few rows at a time gives the columns it gives read whole, and the analysis the measures
-    themselves give; split by bundle, each bundle's analysis holds its own job only, though its columns' job
-    codes come from batches that held both."""
-    import types
-
+def _measures_file(measures, number: dict, bundle_of: dict | None = None):
+    """The measures as `_reduced` writes them (the triggers' and completions' captures as string columns; with
+    `bundle_of`, a source's bundle, the file's `bundle` column, for the driver's reduction)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyarrow import fs
 
     from flinkdoctor.analytics import metrics as m
-    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
-    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
-    from flinkdoctor.analytics.config import Effective
-    from flinkdoctor.sources.ingest import Manifest
 
-    known = m.load_metrics()
-    number = {metric.id: n for n, metric in enumerate(known)}
-    jobs = ["1fdf09bfd9a6f5522794ffa2f96c327e", "e" * 32]
-    measures = sorted(
-        _job_measures(jobs[0], 0, 300, datetime(2026, 3, 1)) + _job_measures(jobs[1], 1, 200, datetime(2026, 3, 1)),
-        key=lambda x: (x.time, x.sid),  # both jobs' rows in every batch
-    )
     trigger = [x.measures == "checkpoint-trigger" for x in measures]
     captured = {
         f"c_{key}": pa.array(
@@ -727,6 +814,36 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
             **captured,
         }
     )
+    if bundle_of is not None:
+        file = file.add_column(1, "bundle", pa.array([bundle_of[x.sid] for x in measures], pa.int32()))
+    return file
+
+
+@pytest.mark.unit
+def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints(tmp_path, monkeypatch):
+    """The reduced measures' file (as `_reduced` writes it: the triggers' and completions' captures as string
+    columns) read a few rows at a time gives the columns it gives read whole, and the analysis the measures
+    themselves give; split by bundle, each bundle's analysis holds its own job only, though its columns' job
+    codes come from batches that held both."""
+    import types
+
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
+    from flinkdoctor.sources.ingest import Manifest
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    jobs = ["1fdf09bfd9a6f5522794ffa2f96c327e", "e" * 32]
+    measures = sorted(
+        _job_measures(jobs[0], 0, 300, datetime(2026, 3, 1)) + _job_measures(jobs[1], 1, 200, datetime(2026, 3, 1)),
+        key=lambda x: (x.time, x.sid),  # both jobs' rows in every batch
+    )
+    trigger = [x.measures == "checkpoint-trigger" for x in measures]
+    file = _measures_file(measures, number)
     (tmp_path / "measures").mkdir()
     for n, at in enumerate(range(0, file.num_rows, 400)):  # files of row groups, as Spark writes them
         pq.write_table(file.slice(at, 400), tmp_path / "measures" / f"part-{n:05d}.parquet", row_group_size=150)
@@ -748,7 +865,7 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
     read.checkpoints, read.texts = many, texts
     held = m.Measured()  # the same rows with their text in the columns (test_completions_text_read_back...)
     held.checkpoints = _as_columns(measures)
-    effective, paths = Effective(), {0: "jobmanager.log", 1: "jobmanager.log.1"}
+    effective, paths = _with_timeout(), {0: "jobmanager.log", 1: "jobmanager.log.1"}
     bulk, bulk_jobs = analyse_checkpoints(read, Manifest([], Path("."), None), effective, paths)
     alone, alone_jobs = analyse_checkpoints(held, Manifest([], Path("."), None), effective, paths)
     assert bulk == alone and [j.counts for j in bulk.jobs] == [{"completed": 300}, {"completed": 200}]
@@ -758,6 +875,47 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
         section, _ = analyse_checkpoints(split, Manifest([], Path("."), None), effective, paths)
         assert [j.job for j in section.jobs] == [jobs[b]]
         assert section.jobs[0] == alone.jobs[b]
+
+
+@pytest.mark.unit
+def test_the_driver_keeps_the_line_of_each_checkpoint_sparks_aggregate_kept(tmp_path, monkeypatch):
+    """The triggers and completions written unreduced, each checkpoint's lines three times (sources 0 and 1 of
+    one bundle, source 2 of another), read a few rows at a time: the driver keeps per bundle a trigger's last
+    line (source 1) and a completion's first (source 0), as `_reduced`'s order says, and the columns equal those
+    read from the kept lines alone."""
+    import dataclasses
+    import types
+
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    job = "1fdf09bfd9a6f5522794ffa2f96c327e"
+    once = _job_measures(job, 0, 120, datetime(2026, 3, 1))
+    copies = {sid: [dataclasses.replace(x, sid=sid) for x in once] for sid in (0, 1, 2)}
+    bundle_of = {0: 0, 1: 0, 2: 1}
+    every = [x for n in range(len(once)) for x in (copies[2][n], copies[1][n], copies[0][n])]  # later first
+    kept = [x for x in every if (x.sid == 1) == (x.measures == "checkpoint-trigger") or x.sid == 2]
+    manifest = types.SimpleNamespace(
+        sources=[
+            types.SimpleNamespace(id=s, host=None, fixed_line=None, line_map=None, line_offset=0) for s in (0, 1, 2)
+        ]
+    )
+    monkeypatch.setattr(m, "BATCH", 37)
+    read = {}
+    for name, rows in (("every", every), ("kept", kept)):
+        (tmp_path / name).mkdir()
+        pq.write_table(_measures_file(rows, number, bundle_of), tmp_path / name / "part-00000.parquet")
+        read[name] = m._read_split(m.Texts(fs.LocalFileSystem(), str(tmp_path / name)), known, {}, manifest)[1]
+    assert len(read["every"]) == len(kept) == 2 * len(once) < len(every)
+    assert sorted(set(read["every"].t_sid.tolist())) == [1, 2] and sorted(set(read["every"].c_sid.tolist())) == [0, 2]
+    assert read["every"].jobs == read["kept"].jobs == [job]
+    for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS if f != "row"]:
+        assert getattr(read["every"], name).tolist() == getattr(read["kept"], name).tolist(), name
 
 
 def test_a_long_runs_columns_keep_numbers_only(tmp_path):
@@ -770,7 +928,6 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
 
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
     from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS, Columns
-    from flinkdoctor.analytics.config import Effective
     from flinkdoctor.analytics.metrics import Measured, Texts
     from flinkdoctor.sources.ingest import Manifest
 
@@ -785,7 +942,7 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
     stored, whole = Measured(), Measured()
     stored.checkpoints, stored.texts = columns, Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
     whole.checkpoints = held
-    effective, paths = Effective(), {0: "jobmanager.log"}
+    effective, paths = _with_timeout(), {0: "jobmanager.log"}
     read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
     plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
     assert read == plain and read.jobs[0].counts == {"completed": 500}

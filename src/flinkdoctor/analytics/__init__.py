@@ -61,9 +61,7 @@ def _timeout_risks(jobs: list[JobAnalysis], effective) -> list[Risk]:
     risks = []
     for job in jobs:
         timeout = job.report.timeout
-        # completed checkpoints and timed steps: an expired checkpoint lasts the timeout by definition
-        measured = [p for p in job.points if p.status == "completed" or p.stage != "checkpoint"]
-        longest = max((p.duration_ms or 0 for p in measured), default=0)
+        longest = job.longest_ms  # completed checkpoints and timed steps: an expired one lasts the timeout
         if timeout and longest > timeout.ms and not timeout.source.startswith("log:"):
             key = "execution.checkpointing.timeout"
             note = (

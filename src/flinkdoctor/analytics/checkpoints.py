@@ -50,7 +50,7 @@ SERIES_MAX = 10_000  # points of all jobs' series in the report, shared evenly; 
 OVER_SHOWN = 1_000  # checkpoints longer than the interval given as evidence (the earliest and the latest half)
 
 
-@dataclass
+@dataclass(slots=True)
 class Point:
     """A checkpoint point with where it was read (sid None: a REST document)."""
 
@@ -73,8 +73,9 @@ class JobAnalysis:
     """A job's analytics, and the points that back its findings (evidence)."""
 
     report: CheckpointJob
-    points: list[Point]
+    points: list[Point]  # its points from single lines and REST, and those of a long run's its evidence shows
     evidence: dict[str, list[Point]]  # finding rule id -> the points that show it
+    longest_ms: float = 0  # the longest completed checkpoint or timed step (expired ones last the timeout)
 
 
 @dataclass
@@ -710,15 +711,20 @@ def _job(
         over = sorted(over + shown, key=_in_time)
     steps = [p for p in points if p.stage != "checkpoint" and p.duration_ms is not None]
     longest = max(steps, key=lambda p: p.duration_ms or 0) if steps else None
-    if bulk is not None:
-        completed = sorted(completed + bulk.chosen(), key=_in_time)  # the longest five and the last five
+    chosen: list[Point] = []  # a long run's longest five and last five: Points made only for evidence
+
+    def with_chosen() -> list[Point]:
+        if bulk is not None and not chosen:
+            chosen.extend(bulk.chosen())
+        return sorted(completed + chosen, key=_in_time) if chosen else completed
+
     evidence: dict[str, list[Point]] = {}
     if timeout and pct and pct["p95"] >= NEAR_TIMEOUT * timeout.ms:
-        evidence["checkpoint-duration-near-timeout"] = sorted(completed, key=lambda p: -(p.duration_ms or 0))[:5]
+        evidence["checkpoint-duration-near-timeout"] = sorted(with_chosen(), key=lambda p: -(p.duration_ms or 0))[:5]
     if timeout and longest and (longest.duration_ms or 0) > timeout.ms:
         evidence["checkpoint-step-over-timeout"] = [longest]
     if trend and trend.hours_to_timeout is not None:
-        evidence["checkpoint-durations-growing"] = completed[-5:]
+        evidence["checkpoint-durations-growing"] = with_chosen()[-5:]
     if failures and failures.periodic:
         evidence["checkpoint-failures-periodic"] = episodes
     if over:  # (a long run's every checkpoint may be: the earliest and latest stand for them)
@@ -736,8 +742,16 @@ def _job(
         ended=ended_count,
         longest_stage_ms=longest.duration_ms if longest else None,
     )
-    kept = points if bulk is None else points + bulk.chosen()  # (what _timeout_risks reads: the longest too)
-    return JobAnalysis(report, kept, {k: [p for p in v if p.sid is not None] for k, v in evidence.items()})
+    measured = [p.duration_ms or 0 for p in points if p.status == "completed" or p.stage != "checkpoint"]
+    if bulk is not None and bulk.timed_count():
+        measured.append(float(bulk.durations().max()))
+    # a session cluster's 100,000 jobs: no Point kept per job beyond its own lines' and its evidence's
+    return JobAnalysis(
+        report,
+        points + chosen,
+        {k: [p for p in v if p.sid is not None] for k, v in evidence.items()},
+        max(measured, default=0),
+    )
 
 
 def _ends(points: list[Point], most: int) -> list[Point]:

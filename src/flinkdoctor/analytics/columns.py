@@ -16,6 +16,8 @@ from typing import Any
 
 KEPT = ("kind", "job", "checkpoint", "time", "epoch_ms", "duration_ms", "bytes", "sid", "line", "host", "text")
 TRIGGER, COMPLETED = "checkpoint-trigger", "checkpoint-completed"
+KEY_DTYPES = {"bundle": "int32", "checkpoint": "int64", "untimed": "bool", "block": "int64", "rel": "int64"}
+NO_CHECKPOINT = -(2**63)  # the group key of a line without a checkpoint number (other odd ones: just above)
 TRIGGER_FIELDS = ("job", "number", "time", "at", "sid")
 COMPLETED_FIELDS = ("job", "number", "time", "duration", "size", "sid", "line", "host", "row")
 
@@ -130,7 +132,9 @@ class Builder:
     the triggers and completions to come), so that only the compact columns outlive a batch, each in one block
     of memory that nothing transient is interleaved with."""
 
-    def __init__(self, triggers: int, completions: int) -> None:
+    def __init__(self, triggers: int, completions: int, *, keyed: bool = False) -> None:
+        """`keyed`: the rows come unreduced (metrics._reduced) with what Spark would group and order them by;
+        `columns` keeps one row per group, the one Spark's `min_by` keeps."""
         import numpy as np
 
         self._jobs: dict[str, int] = {}
@@ -153,6 +157,12 @@ class Builder:
         for name in COMPLETED_FIELDS:
             setattr(self._made, f"c_{name}", np.empty(completions, dtype=dtypes[name]))
         self._filled = [0, 0]
+        self._keys: dict[str, Any] = {}
+        self._odd: dict[str, int] = {}  # checkpoint numbers as written other than digits' canonical form
+        if keyed:
+            for side, size in (("t", triggers), ("c", completions)):
+                for name, dtype in KEY_DTYPES.items():
+                    self._keys[f"{side}_{name}"] = np.empty(size, dtype=dtype)
 
     def _codes(self, values, known: dict[str, int]):
         """Codes of a string column in `known` (grown as new strings come), -1 for null."""
@@ -209,10 +219,71 @@ class Builder:
         for name, values in parts.items():
             start, end = (t0, t1) if name.startswith("t_") else (c0, c1)
             getattr(self._made, name)[start:end] = values
+        if self._keys:
+            keys = self._group_keys(table, numbers)
+            for side, at, start, end in (("t", trig, t0, t1), ("c", done, c0, c1)):
+                for name, values in keys.items():
+                    self._keys[f"{side}_{name}"][start:end] = values[at]
         self._filled = [t1, c1]
 
+    def _group_keys(self, table, numbers) -> dict:
+        """Per row, what Spark would group by beside the kind (bundle, checkpoint as written) and order by
+        (duration absent, source, range, line in it). The job is the row's job code: `_reduced` groups by the
+        captured job, else the event's, else none, which are the codes' strings (none: "unknown job")."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        written = table.column("group_checkpoint")
+        canonical = pc.fill_null(pc.equal(pc.cast(table.column("checkpoint"), pa.string()), written), False)
+        canonical = canonical.to_numpy(zero_copy_only=False)
+        checkpoint = np.where(canonical, numbers, NO_CHECKPOINT)  # (numbers: -1 where none; never a key here)
+        if not canonical.all():  # "007", digits of another script: their own key each, as Spark's text key
+            odd = np.flatnonzero(~canonical & pc.is_valid(written).to_numpy(zero_copy_only=False))
+            for k, text in zip(odd.tolist(), written.take(pa.array(odd)).to_pylist(), strict=True):
+                checkpoint[k] = NO_CHECKPOINT + 1 + self._odd.setdefault(text, len(self._odd))
+        return {
+            "bundle": table.column("bundle").to_numpy(zero_copy_only=False),
+            "checkpoint": checkpoint,
+            "untimed": table.column("untimed").to_numpy(zero_copy_only=False),
+            "block": table.column("block").to_numpy(zero_copy_only=False),
+            "rel": table.column("rel").to_numpy(zero_copy_only=False),
+        }
+
+    def _reduce(self) -> None:
+        """One row per group (bundle, job, checkpoint as written), as `_reduced` keeps: a trigger's last line
+        (file order: source, range, line), a completion's first, one with a duration before one without; of
+        rows equal in all, the first read. The rows kept stay in the order read."""
+        import numpy as np
+
+        made, keys = self._made, self._keys
+        triggers, completions = self._filled
+        for side, size, fields in (("t", triggers, TRIGGER_FIELDS), ("c", completions, COMPLETED_FIELDS)):
+            key = {name: keys.pop(f"{side}_{name}")[:size] for name in KEY_DTYPES}
+            job, sid = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_sid")[:size]
+            order = (key["rel"], key["block"], sid) if side == "c" else (-key["rel"], -key["block"], -sid)
+            untimed = key["untimed"] if side == "c" else np.zeros(size, np.bool_)
+            ranked = np.lexsort((*order, untimed, key["checkpoint"], job, key["bundle"]))
+            del order, untimed
+            same = np.zeros(size, dtype=np.bool_)  # a row of the group before it (in the ranked order)
+            same[1:] = True
+            for values in (key["bundle"], key["checkpoint"], job):
+                values = values[ranked]
+                same[1:] &= values[1:] == values[:-1]
+                del values
+            del key
+            kept = np.sort(ranked[~same])  # the first of each group
+            del ranked, same
+            if len(kept) == size:
+                continue
+            for name in fields:
+                setattr(made, f"{side}_{name}", getattr(made, f"{side}_{name}")[:size][kept])
+            self._filled[0 if side == "t" else 1] = len(kept)
+
     def columns(self, text=None) -> Columns:
-        """The filled columns (as many rows as were added)."""
+        """The filled columns (as many rows as were added; keyed: as many as groups)."""
+        if self._keys:
+            self._reduce()
         made, (triggers, completions) = self._made, self._filled
         made.jobs, made.hosts, made.text = list(self._jobs), list(self._hosts), text
         for name in TRIGGER_FIELDS:

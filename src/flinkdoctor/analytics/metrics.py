@@ -171,6 +171,7 @@ class Measured(list):
 
 
 COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
+WRITTEN = COLUMNAR  # the kinds _reduced writes unreduced (none: Spark reduces all, the driver finds nothing more)
 
 
 CAPTURED = ("job", "checkpoint", "epoch_ms", "duration_ms", "bytes")  # the triggers' and completions' captures
@@ -187,7 +188,8 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
 
     kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
     bulk = pc.is_in(kinds, pa.array(COLUMNAR))
-    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED])
+    grouped = "bundle" in table.schema.names  # (the file's rows are not reduced yet: the keys go along)
+    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED] + ["bundle"] * grouped)
     rows = table.filter(bulk)
     kinds = kinds.filter(bulk)
 
@@ -229,6 +231,15 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
             "text": rows.column("line"),  # (a row of the measures' file: Texts reads the line)
         }
     )
+    if grouped:  # what _reduced groups and orders by (columns.Builder reduces by them)
+        for name, values in (
+            ("bundle", rows.column("bundle")),
+            ("group_checkpoint", capture("checkpoint")),
+            ("block", rows.column("block")),
+            ("rel", pc.add(rows.column("first_rel"), rows.column("idx"))),
+            ("untimed", pc.is_null(capture("duration_ms"))),
+        ):
+            columns = columns.append_column(name, values)
     return rest, columns
 
 
@@ -277,7 +288,7 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
     first = min(events.inputFiles())
     folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder
     out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
-    frame.write.mode("overwrite").parquet(out)
+    frame.write.mode("overwrite").option("parquet.block.size", ROW_GROUP_BYTES).parquet(out)
     filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
     texts = Texts(filesystem, path)
     return (*_read_split(texts, metrics, blocks, manifest), texts)
@@ -301,7 +312,7 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
         for batch in file.iter_batches(batch_size=BATCH * 16, columns=["metric"]):
             counts += np.bincount(batch.column(0).to_numpy(zero_copy_only=False), minlength=len(kinds))
     sizes = [int(sum(n for n, kind in zip(counts, kinds, strict=True) if kind == wanted)) for wanted in COLUMNAR]
-    rests, many, start = [], Builder(*sizes), 0
+    rests, many, start = [], Builder(*sizes, keyed="bundle" in schema.names), 0
     for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         start += batch.num_rows
@@ -317,6 +328,7 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
+ROW_GROUP_BYTES = 8 << 20  # the measures' file's row groups: Texts reads a group's lines to show one of them
 
 
 class Texts:
@@ -363,7 +375,7 @@ CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-de
 
 
 def _reduced(events, metrics: tuple[Metric, ...]):
-    """One measured line per group, the first in the group's order (a hash aggregate, combined in the tasks):
+    """One measured line per group, the first in the group's order:
 
     - a trigger: one per job and checkpoint, the last line (a later trigger of the same number wins);
     - a checkpoint's end (completed, expired, declined, failed) and a timed storage close: one per job, checkpoint
@@ -372,6 +384,12 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     - where checkpoints are stored (a chk-N path, the memory backend): the first line of each.
     The checkpoint analytics merge these per checkpoint as they would every line (checkpoints._merge). Every
     group is within one bundle (the events' `bundle`), so bundles diagnosed together never merge.
+
+    Spark reduces all kinds but the triggers and completions (an aggregate over a text key). Those (WRITTEN) a
+    long run has one line of each kind per checkpoint, so Spark's aggregate reduced nothing: it sorted every row,
+    in the tasks and after the shuffle (`min_by` over a struct is a sort-based aggregate), to keep each. They are
+    written as they are, and the driver reduces them by the same keys and order while it reads them into its
+    typed columns (columns.Builder: one sort of numbers).
     """
     from pyspark.sql import functions as F
 
@@ -402,6 +420,7 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     trigger, columnar = kind == "checkpoint-trigger", kind.isin(*COLUMNAR)
     row = F.struct(  # what the driver reads, trimmed before the shuffle: a long run's rows are mostly these
         "sid",
+        "bundle",
         "block",
         "first_rel",
         "time",
@@ -416,8 +435,11 @@ def _reduced(events, metrics: tuple[Metric, ...]):
             for key in CAPTURED
         ],
     )
-    kept = _measured(events).groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r"))
-    return kept.select("r.*")  # (_split_columnar reads the captured columns)
+    measured, written = _measured(events), kind.isin(*WRITTEN)
+    rest = measured.where(~F.coalesce(written, F.lit(False)))
+    rest = rest.groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r")).select("r.*")
+    every = measured.where(written).select(row.alias("r")).select("r.*")  # (reduced by the driver: Builder)
+    return rest.unionByName(every)  # (_split_columnar reads the captured columns)
 
 
 def _measured(events):

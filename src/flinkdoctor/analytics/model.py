@@ -16,7 +16,7 @@ def iso(time: datetime | None) -> str | None:
     return time.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointPoint:
     """One checkpoint (or one timed step of it) as the input shows it."""
 
@@ -30,7 +30,7 @@ class CheckpointPoint:
     stage: str = "checkpoint"  # checkpoint (end to end), or a step timed by a TaskManager / HDFS line: storage-close
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Limit:
     """A configured limit (timeout, interval) and where its value came from."""
 
@@ -38,7 +38,7 @@ class Limit:
     source: str  # e.g. "config.yaml: execution.checkpointing.timeout", "jobmanager.log:12", "REST ...", "default"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointTrend:
     """Least-squares growth of completed durations over time; None fields when it cannot be said."""
 
@@ -47,7 +47,7 @@ class CheckpointTrend:
     hours_to_timeout: float | None  # at this rate, when the timeout is reached (None: not growing, or no timeout)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FailurePattern:
     """Failure times of checkpoints (expired, declined, failed) and whether they recur at a steady period."""
 
@@ -57,7 +57,7 @@ class FailurePattern:
     gaps_s: list[float]  # every gap between consecutive failures, seconds
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CheckpointJob:
     """The checkpoint analytics of one job."""
 
