@@ -96,12 +96,12 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
     else:  # Python's `re` decides too: few lines (Arrow's kernel would compile the regex for them on every call),
         # or lines most of which match (events of one line each that the pass found the metric in: `re` on every
         # line costs less than RE2 on every line and `re` again on most of them)
-        searched = [(i, pattern.search(value)) for i, value in enumerate(flat.to_pylist())]
-        hit = np.array([i for i, m in searched if m is not None], dtype=np.int64)
-        found = [m for _, m in searched if m is not None]
+        searched = list(map(pattern.search, flat.to_pylist()))
+        hit = np.flatnonzero(np.array([m is not None for m in searched], dtype=bool))
+        found = searched if len(hit) == len(searched) else [m for m in searched if m is not None]
     # RE2 reads every measure's regex exactly as Python does (checked when the rewrite is made), so `re` finds
     # each line RE2 matched: a miss would be a bug in that check, and fails loudly here
-    values = [pa.array([m.group(name) for m in found], pa.string()) for name in names]  # type: ignore[union-attr]
+    values = [pa.array([m[name] for m in found], pa.string()) for name in names]  # type: ignore[index]
     lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
     return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
 
@@ -114,15 +114,13 @@ def _captures(names: list[str], values: list[pa.Array], n: int) -> pa.MapArray:
     empty = pa.array([], pa.string())
     if not names:
         return pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), empty, empty)
-    present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in values])  # groups x lines
-    which, line = np.nonzero(present)
-    order = np.lexsort((which, line))
-    which, line = which[order], line[order]
+    present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in values], axis=1)  # lines x groups
+    line, which = np.nonzero(present)  # in row-major order: by line, then group
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(line, minlength=n), out=offsets[1:])
-    keys = pa.array(np.array(names, dtype=object)[which].tolist(), pa.string()) if len(which) else empty
+    keys = pa.array(names, pa.string()).take(pa.array(which))
     flat = pa.concat_arrays([v.cast(pa.string()) for v in values])
-    items = flat.take(pa.array(which * n + line)) if len(which) else empty
+    items = flat.take(pa.array(which * n + line))
     return pa.MapArray.from_arrays(pa.array(offsets), keys, items)
 
 
@@ -152,9 +150,9 @@ def _jobs(text: pa.Array, rows: Positions) -> pa.Array:
     path, named = found.field("path"), found.field("named")
     job = pc.if_else(pc.equal(path, ""), named, path)
     job = pc.if_else(pc.equal(job, ""), pa.scalar(None, pa.string()), job)
-    out = np.full(len(text), None, dtype=object)
-    out[rows] = job.to_numpy(zero_copy_only=False)
-    return pa.array(out, pa.string())
+    at = np.full(len(text), -1, dtype=np.int64)
+    at[rows] = np.arange(len(rows))
+    return job.take(pa.array(at, mask=at < 0)).cast(pa.string())
 
 
 def measures_type() -> pa.ListType:
