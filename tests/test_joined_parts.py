@@ -15,6 +15,7 @@ URL (masking changes those events), as tests/test_catalogue_lines.py does."""
 from __future__ import annotations
 
 import itertools
+import re
 import tarfile
 from pathlib import Path
 
@@ -164,3 +165,59 @@ def test_the_task_writes_what_each_file_alone_keeps(task, matcher, tmp_path):
     stats = sorted(out[0].to_pylist(), key=lambda s: (s["sid"], s["block"]))
     assert stats == [{k: s[k] for k in stats[0]} for s in alone_stats]
     assert rows == alone_rows
+
+
+def test_files_cut_inside_a_character_keep_what_each_alone_keeps(tmp_path, matcher):
+    """Rolled by bytes (`split -b`), a file may end inside a UTF-8 character that the next file's first bytes
+    complete: joined, the bytes are valid UTF-8, alone neither file is. Each keeps what it keeps alone (U+FFFD
+    where its half character is), and the joined scan never hands Arrow or Python invalid UTF-8."""
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.scanner import _joinable, scan_part, scan_parts
+    from flinkdoctor.sources.ingest import ingest
+
+    tm = "network-buffers-1.20.3/flink-root-taskexecutor-0-vm.log"
+    data = _logs()[tm].replace(b" " + GBK, b" " + GBK.decode("gbk").encode())  # the message in UTF-8
+    cuts, at = [], 0
+    for _ in range(6):  # each cut one byte into a character: the next file starts with its continuation bytes
+        at = data.index(GBK.decode("gbk").encode(), at + 1) + 1
+        cuts.append(at)
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    for k, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(data)], strict=True), start=1):
+        (folder / f"taskmanager.log.{k}").write_bytes(data[start:end])
+    manifest = ingest([folder], tmp_path / "in")
+    (task,) = plan(manifest.text_sources, SPLIT_BYTES, {s.id: 0 for s in manifest.text_sources})
+    assert [len(group) for group in _joinable(task)] == [7]
+
+    alone_rows, alone_stats = _rows(out for part in task for out in scan_part(part, matcher.prefilter, matcher))
+    rows, stats = _rows(scan_parts(task, matcher.prefilter, matcher))
+    assert sum("\ufffd" in row["text"] for row in alone_rows) >= 6  # each half character, alone
+    assert stats == alone_stats
+    assert rows == alone_rows
+
+
+@pytest.mark.parametrize("change", ["removed", "truncated"])
+def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, change):
+    """A rolled file removed or cut shorter after ingest (a log rotated under a bundle read in place) stops the
+    joined scan with InputChanged naming the file the user gave, never a count of what was left."""
+    from flinkdoctor.errors import InputChanged
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.scanner import _joinable, scan_parts
+    from flinkdoctor.sources.ingest import ingest
+
+    folder = tmp_path / "bundle"
+    data = _logs()["gc-pause-1.20.3/flink-root-standalonesession-0-vm.log"]
+    folder.mkdir()
+    half = data.index(b"\n", len(data) // 2) + 1
+    (folder / "jobmanager.log.1").write_bytes(data[:half])
+    (folder / "jobmanager.log.2").write_bytes(data[half:])
+    manifest = ingest([folder], tmp_path / "in")
+    (task,) = plan(manifest.text_sources, SPLIT_BYTES, {s.id: 0 for s in manifest.text_sources})
+    assert [len(group) for group in _joinable(task)] == [2]
+    changed = folder / "jobmanager.log.2"
+    if change == "removed":
+        changed.unlink()
+    else:
+        changed.write_bytes(data[half : half + 100])
+    with pytest.raises(InputChanged, match=re.escape(str(changed))):
+        list(scan_parts(task, matcher.prefilter, matcher))

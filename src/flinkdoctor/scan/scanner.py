@@ -29,7 +29,7 @@ import gc
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -253,7 +253,10 @@ def scan_parts(
     sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
     offsets = np.cumsum(sizes) - sizes
     data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    if len(data) and not _is_utf8(data):  # each file's bytes made valid on their own, as scan_part does
+    # each file's bytes made valid on their own, as scan_part does: the joined bytes may be valid where a file
+    # alone is not, when it ends inside a character that the next file's first bytes complete (a cut by bytes)
+    later = offsets[sizes > 0][1:]  # each file's first byte but the first file's
+    if len(data) and (not _is_utf8(data) or bool(((data[later] & 0xC0) == 0x80).any())):
         blobs = [_valid_utf8(np.frombuffer(blob, dtype=np.uint8), np.zeros(1, dtype=np.int64))[0] for blob in blobs]
         sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
         offsets = np.cumsum(sizes) - sizes
@@ -275,10 +278,9 @@ def scan_parts(
 
         files = _Files(parts, offsets, of_line)
         events = _Events(part, data, starts, np.ones(len(starts), dtype=bool), piece, crlf, files)
-        index = {p.sid: i for i, p in enumerate(parts)}
         counts = {key: zero.copy() for key in counts}
         for batch in events.kept(prefilter, matcher):
-            at = np.array([index[sid] for sid in batch.column("sid").to_pylist()], dtype=np.int64)
+            at = files.index_of(batch.column("sid").to_numpy())
             for key, column in (("matched", "matches"), ("measured", "measures"), ("catalogued", "entries")):
                 length = pc.list_value_length(batch.column(column)).to_numpy(zero_copy_only=False)
                 np.add.at(counts[key], at, length)
@@ -340,6 +342,23 @@ class _Files:
     parts: Sequence[Part]
     offsets: Positions
     of_line: Positions
+    sid: npt.NDArray[np.int32] = field(init=False)  # each part's, to place its events' rows
+    bundle: npt.NDArray[np.int32] = field(init=False)
+    block: Positions = field(init=False)
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        for name, dtype in (("sid", np.int32), ("bundle", np.int32), ("block", np.int64)):
+            values = [part.start if name == "block" else getattr(part, name) for part in self.parts]
+            object.__setattr__(self, name, np.array(values, dtype=dtype))
+
+    def index_of(self, sids: npt.NDArray[np.int32]) -> Positions:
+        """Each row's part (its index in `parts`) from the row's source id."""
+        import numpy as np
+
+        order = np.argsort(self.sid, kind="stable")
+        return order[np.searchsorted(self.sid[order], sids)]
 
 
 class _Events:
@@ -595,12 +614,7 @@ class _Events:
                 pa.array(np.full(n, part.start, dtype=np.int64)),
             ]
         of = self.files.of_line[first]
-        parts = self.files.parts
-        return [
-            pa.array(np.array([p.sid for p in parts], dtype=np.int32)[of]),
-            pa.array(np.array([p.bundle for p in parts], dtype=np.int32)[of]),
-            pa.array(np.array([p.start for p in parts], dtype=np.int64)[of]),
-        ]
+        return [pa.array(self.files.sid[of]), pa.array(self.files.bundle[of]), pa.array(self.files.block[of])]
 
 
 def _repeats(keep: Positions, repeats: dict[int, int]) -> npt.NDArray[np.int32]:
@@ -757,14 +771,10 @@ def _valid_utf8(data: Bytes, starts: Positions) -> tuple[Bytes, Positions]:
     step that turns the Arrow text into Python strings fails on it. Only data that holds such bytes is copied.
     The lines stay the same lines: a newline or a NUL (a piece's marker) is never part of a replaced sequence."""
     import numpy as np
-    import pyarrow as pa
 
     body = data[int(starts[0]) :]
-    try:
-        _lines_array(body, np.zeros(1, dtype=np.int64)).validate(full=True)
+    if _is_utf8(body):
         return data, starts
-    except pa.ArrowInvalid:
-        pass
     fixed = np.frombuffer(bytes(body).decode("utf-8", "replace").encode("utf-8"), dtype=np.uint8)
     after_newline, _ = _line_starts(fixed)
     return fixed, np.concatenate([[0], after_newline[after_newline < len(fixed)]]).astype(np.int64)
@@ -1028,20 +1038,17 @@ def _matches_type() -> pa.ListType:
 def _whole(part: Part) -> Blob:
     """A whole file's bytes as ingest saw them (part.size; a live log that grew is read as it was); gone or cut
     shorter since is InputChanged (see _open_unchanged). A local file is read without pyarrow's file system."""
-    import os
-
     if "://" in part.path:
         with _open_unchanged(part) as handle:
             whole: Blob = handle.read_at(part.size, 0)
             return whole
-    shown = os.readlink(part.path) if os.path.islink(part.path) else part.path
     try:
         with open(part.path, "rb") as handle:
             data = handle.read(part.size)
     except FileNotFoundError as err:
-        raise InputChanged(shown, "it is gone") from err
+        raise _changed(part, None) from err
     if len(data) < part.size:
-        raise InputChanged(shown, f"{part.size:,} bytes when read, {len(data):,} now")
+        raise _changed(part, len(data))
     return data
 
 
@@ -1049,17 +1056,22 @@ def _open_unchanged(part: Part) -> pa.NativeFile:
     """The part's file, as long as it is still the file that was ingested: gone or cut shorter since (a log
     rotated or truncated under a bundle read in place) is InputChanged, never a partial count. A file that grew
     (a live log) is read as it was."""
-    import os
-
-    shown = os.readlink(part.path) if os.path.islink(part.path) else part.path  # the input, not its staged link
     try:
         handle = _open(part.path)
     except FileNotFoundError as err:
-        raise InputChanged(shown, "it is gone") from err
+        raise _changed(part, None) from err
     if (size := handle.size()) < part.size:
         handle.close()
-        raise InputChanged(shown, f"{part.size:,} bytes when read, {size:,} now")
+        raise _changed(part, size)
     return handle
+
+
+def _changed(part: Part, size: int | None) -> InputChanged:
+    """The part's file gone (size None) or cut shorter since ingest, named as the user gave it (not its link)."""
+    import os
+
+    shown = os.readlink(part.path) if os.path.islink(part.path) else part.path
+    return InputChanged(shown, "it is gone" if size is None else f"{part.size:,} bytes when read, {size:,} now")
 
 
 def _open(path: str) -> pa.NativeFile:
