@@ -775,10 +775,10 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
     read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
     assert read == plain
-    shown = [(p.line, p.text) for j in read_jobs for p in j.points]  # each job's longest (here its latest)
-    assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points]
+    # each job's evidence: its five longest checkpoints, their lines' texts read back from the file
+    shown = [(p.line, p.text) for j in read_jobs for ps in j.evidence.values() for p in ps]
+    assert shown == [(p.line, p.text) for j in plain_jobs for ps in j.evidence.values() for p in ps]
     assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)
-    assert sorted(shown) == sorted((p.line, p.text) for j in read_jobs for v in j.evidence.values() for p in v)
 
 
 def _measures_file(measures, number: dict, bundle_of: dict | None = None):
@@ -869,8 +869,8 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
     bulk, bulk_jobs = analyse_checkpoints(read, Manifest([], Path("."), None), effective, paths)
     alone, alone_jobs = analyse_checkpoints(held, Manifest([], Path("."), None), effective, paths)
     assert bulk == alone and [j.counts for j in bulk.jobs] == [{"completed": 300}, {"completed": 200}]
-    shown = [(p.line, p.text) for j in bulk_jobs for p in j.points]
-    assert shown == [(p.line, p.text) for j in alone_jobs for p in j.points] and shown
+    shown = [(p.line, p.text) for j in bulk_jobs for ps in j.evidence.values() for p in ps]
+    assert shown == [(p.line, p.text) for j in alone_jobs for ps in j.evidence.values() for p in ps] and shown
     for b, split in enumerate(read.by_bundle({0: 0, 1: 1}, 2)):
         section, _ = analyse_checkpoints(split, Manifest([], Path("."), None), effective, paths)
         assert [j.job for j in section.jobs] == [jobs[b]]
@@ -946,8 +946,8 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
     read, read_jobs = analyse_checkpoints(stored, Manifest([], Path("."), None), effective, paths)
     plain, plain_jobs = analyse_checkpoints(whole, Manifest([], Path("."), None), effective, paths)
     assert read == plain and read.jobs[0].counts == {"completed": 500}
-    shown = [(p.line, p.text) for j in read_jobs for p in j.points]
-    assert shown == [(p.line, p.text) for j in plain_jobs for p in j.points] and shown
+    shown = [(p.line, p.text) for j in read_jobs for ps in j.evidence.values() for p in ps]
+    assert shown == [(p.line, p.text) for j in plain_jobs for ps in j.evidence.values() for p in ps] and shown
 
 
 def test_a_long_runs_statistics_make_no_python_object_per_checkpoint():
@@ -1012,3 +1012,17 @@ def test_a_long_runs_series_keeps_the_points_the_plain_series_keeps():
         ours = completed.series_with(rest, most)
         plain = _series(sorted(every + rest, key=lambda p: (p.time, p.id or 0)), most)
         assert [(p.id, p.time, p.duration_ms) for p in ours] == [(p.id, p.time, p.duration_ms) for p in plain]
+
+
+@pytest.mark.unit
+def test_a_captured_number_longer_than_a_long_is_none_not_a_traceback():
+    """A long run's captures are read by Arrow, and by Python where Arrow cannot (digits of another script). A
+    checkpoint number or size of 20 digits or more (a corrupt or hostile line; `\\d+` takes any length) fits in
+    neither int64 column: it reads as none, as an unreadable one does, instead of failing the diagnosis."""
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.metrics import _numbers
+
+    digits = pa.array(["42", "9" * 25, "\u0664\u0662", "-" + "9" * 19, None])  # (Arabic-Indic 42)
+    assert _numbers(digits, pa.int64(), int).to_pylist() == [42, None, 42, None, None]
+    assert _numbers(pa.array(["7", "9" * 19]), pa.int64(), int).to_pylist() == [7, None]

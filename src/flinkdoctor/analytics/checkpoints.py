@@ -73,7 +73,6 @@ class JobAnalysis:
     """A job's analytics, and the points that back its findings (evidence)."""
 
     report: CheckpointJob
-    points: list[Point]  # its points from single lines and REST, and those of a long run's its evidence shows
     evidence: dict[str, list[Point]]  # finding rule id -> the points that show it
     longest_ms: float = 0  # the longest completed checkpoint or timed step (expired ones last the timeout)
 
@@ -748,7 +747,6 @@ def _job(
     # a session cluster's 100,000 jobs: no Point kept per job beyond its own lines' and its evidence's
     return JobAnalysis(
         report,
-        points + chosen,
         {k: [p for p in v if p.sid is not None] for k, v in evidence.items()},
         max(measured, default=0),
     )

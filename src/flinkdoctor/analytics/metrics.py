@@ -201,8 +201,9 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     staged = _range_starts(blocks, sid, rows.column("block").to_numpy().astype(np.int64))
     staged += rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
     line = np.empty(len(sid), dtype=np.int64)
-    for source_id in np.unique(sid).tolist():  # per source, not per row: arrays of lines
-        at = sid == source_id
+    order = np.argsort(sid, kind="stable")  # per source, not per row: arrays of lines (each row visited once)
+    ids, first = np.unique(sid[order], return_index=True)
+    for source_id, at in zip(ids.tolist(), np.split(order, first[1:]), strict=True):
         source = sources[source_id]
         if source.fixed_line:
             line[at] = source.fixed_line
@@ -270,9 +271,12 @@ def _numbers(values, kind, read):
         out = []
         for value in values.to_pylist():
             try:
-                out.append(read(value) if value else None)
+                number = read(value) if value else None
             except ValueError:
-                out.append(None)
+                number = None
+            if isinstance(number, int) and not -(2**63) <= number < 2**63:  # more digits than a long holds
+                number = None
+            out.append(number)
         return pa.array(out, kind)
 
 
