@@ -203,7 +203,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     line = np.empty(len(sid), dtype=np.int64)
     order = np.argsort(sid, kind="stable")  # per source, not per row: arrays of lines (each row visited once)
     ids, first = np.unique(sid[order], return_index=True)
-    for source_id, at in zip(ids.tolist(), np.split(order, first[1:]), strict=True):
+    for source_id, at in zip(ids.tolist(), np.split(order, first)[1:], strict=True):  # (first[0] is 0)
         source = sources[source_id]
         if source.fixed_line:
             line[at] = source.fixed_line
