@@ -183,4 +183,5 @@ def test_a_reused_work_dir_stages_the_new_input(tmp_path):
     manifest = ingest([second], work)
     staged = [Path(s.staged) for s in manifest.text_sources]
     assert [len(p.read_text().splitlines()) for p in staged] == [5]
-    assert sorted(p.name for p in (work / "sources").iterdir()) == [p.name for p in staged]
+    assert staged == [(second / "taskmanager.log").absolute()]  # read in place: the first run's files are not
+    assert not any((work / "sources").iterdir())  # its staged copies gone, none made for plain text

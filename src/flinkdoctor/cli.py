@@ -271,7 +271,10 @@ def _show(report, fmt: str) -> None:
     if fmt == "text":
         outbound.show_terminal(report, views.render_terminal)
         return
-    render = {"json": views.render_json, "html": views.render_html, "markdown": views.render_markdown}[fmt]
+    if fmt == "json":
+        outbound.show_chunks(report, views.json_chunks)  # written one job at a time, never held whole
+        return
+    render = {"html": views.render_html, "markdown": views.render_markdown}[fmt]
     outbound.show(report, render, nl=fmt != "markdown")
 
 

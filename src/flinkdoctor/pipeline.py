@@ -27,6 +27,7 @@ from .knowledge.versions import detect
 from .options import check_flink_version, check_timezone, check_year
 from .report.model import Report, build_report, input_report
 from .runtime.workdir import WorkDir
+from .safety.masking import masked_replace
 from .scan.events import EventsResult, build_events
 from .scan.matcher import build_matcher
 from .sources.ingest import DEFAULT_MAX_UNPACKED, Manifest, Source, ingest
@@ -73,7 +74,7 @@ def diagnose(
             spark, [manifest], work.path, rules, timezone=timezone, flink_version=flink_version, started=started
         )
         report = done.reports[0]
-        return replace(
+        return masked_replace(  # still the masked model the way out knows: not masked a second time
             report,
             timings={**timings, **report.timings},
             work_dir=str(work.path) if work.keep else None,

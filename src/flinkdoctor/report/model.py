@@ -11,13 +11,15 @@ HTML/Markdown is each view's job, since JSON must keep the text exact.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from ..analytics.model import CheckpointAnalytics, ConfigAudit, iso
+from ..analytics.model import CheckpointAnalytics, CheckpointJob, ConfigAudit, iso
 from ..diagnosis.correlate import RootCause
 from ..diagnosis.fallback import HOW, DerivedCause, Outcome, Unexplained
 from ..diagnosis.findings import Finding
@@ -177,6 +179,11 @@ class Report:
 
     def to_dict(self) -> JSONObject:
         """The JSON contract."""
+        return self.data()
+
+    def data(self, jobs: Callable[[list[CheckpointJob]], list[Any]] | None = None) -> JSONObject:
+        """The JSON contract; `jobs` makes the checkpoints' per-job array from the jobs (default: a list of every
+        job's dict; a view that writes them one at a time gives a sequence that makes each as it is read)."""
         data: JSONObject = {
             "schema": SCHEMA,
             "contract_version": CONTRACT_VERSION,
@@ -196,7 +203,10 @@ class Report:
             "unexplained_errors": [asdict(u) for u in self.unexplained_errors],
         }
         if self.checkpoints is not None:
-            data["checkpoints"] = _checkpoints_dict(self.checkpoints)
+            data["checkpoints"] = {
+                "jobs": (jobs or _job_dicts)(self.checkpoints.jobs),
+                "missing": list(self.checkpoints.missing),
+            }
         if self.config_audit is not None:
             data["config_audit"] = _audit_dict(self.config_audit)
         if self.timings:
@@ -206,13 +216,43 @@ class Report:
         return data
 
 
-def _checkpoints_dict(section: CheckpointAnalytics) -> JSONObject:
-    jobs = []
-    for job in section.jobs:
-        data = asdict(job)
-        data["timeout_ms"], data["interval_ms"] = job.timeout_ms, job.interval_ms
-        jobs.append(data)
-    return {"jobs": jobs, "missing": list(section.missing)}
+def _job_dicts(jobs: list[CheckpointJob]) -> list[Any]:
+    return [job_dict(job) for job in jobs]
+
+
+def job_dict(job: CheckpointJob) -> JSONObject:
+    """One job's checkpoints as the contract holds them: `asdict`'s answer, and the limits in milliseconds."""
+    data: JSONObject = plain(job)
+    data["timeout_ms"], data["interval_ms"] = job.timeout_ms, job.interval_ms
+    return data
+
+
+def plain(node: Any) -> Any:
+    """`dataclasses.asdict`'s answer for a record of plain values (strings, numbers, lists, mappings, records),
+    without its deep copy of every value: a report of 100,000 jobs holds millions of them."""
+    kind = type(node)
+    if kind in _ATOMS:
+        return node
+    names = _FIELD_NAMES.get(kind)
+    if names is None and dataclasses.is_dataclass(node) and not isinstance(node, type):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(node))
+    if names is not None:
+        return {name: plain(getattr(node, name)) for name in names}
+    if kind is list:
+        return [plain(item) for item in node]
+    if kind is dict:
+        return {plain(k): plain(v) for k, v in node.items()}
+    if isinstance(node, tuple) and hasattr(node, "_fields"):  # the rest as asdict takes it
+        return kind(*[plain(item) for item in node])
+    if isinstance(node, (list, tuple)):
+        return kind(plain(item) for item in node)
+    if isinstance(node, dict):
+        return kind((plain(k), plain(v)) for k, v in node.items())
+    return copy.deepcopy(node)
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def _audit_dict(audit: ConfigAudit) -> JSONObject:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -128,8 +129,10 @@ _ANY_GATE = re.compile("|".join(re.escape(w) for w in sorted({w for gate in _GAT
 _ANY_WORD = re.compile("|".join(re.escape(w) for w in _WORDS))
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def is_sensitive(key: str) -> bool:
-    """True when Flink would mask the value of `key` (FLINK_SENSITIVE), or the key names another credential."""
+    """True when Flink would mask the value of `key` (FLINK_SENSITIVE), or the key names another credential.
+    Remembered: a model's records ask it of the same few field names millions of times."""
     return _ANY_WORD.search(key.lower()) is not None
 
 
@@ -148,23 +151,80 @@ def scrub(node: Any) -> Any:
     """`node` (a report model of dataclasses, a REST answer, a row: any tree of mappings, sequences and
     dataclasses) with every secret masked: each string through `mask`, and a value whole when its key is
     sensitive: a mapping's key, or the `key` field of a record beside its `value` ({"key": k, "value": v}, as
-    REST /jobmanager/config and the configuration audit hold settings). The same type comes back."""
-    if isinstance(node, str):
+    REST /jobmanager/config and the configuration audit hold settings). The same type comes back, and the very
+    object when nothing in it needed masking (a report of 100,000 jobs is not copied to change nothing).
+
+    A model scrub made (a dataclass instance, such as a report) is remembered: scrubbing it again gives it back
+    at once, so the way out (outbound.py) masks what leaves without a second pass over a model masked as it was
+    built. Only that very object is remembered: a copy with a field changed (`dataclasses.replace`) is scrubbed
+    whole again, unless made by `masked_replace`."""
+    if _is_masked(node):
+        return node
+    done = _scrub(node)
+    _remember(done)
+    return done
+
+
+def masked_replace(node: Any, **changes: Any) -> Any:
+    """`dataclasses.replace(node, **changes)` with the new values scrubbed; remembered as masked when `node` was
+    (a report given its run's timings and work dir after it was built)."""
+    new = dataclasses.replace(node, **dict(_scrub_items(changes.items())))
+    if _is_masked(node):
+        _remember(new)
+    return new
+
+
+# id -> weak reference of each model scrub returned (a weak reference: the entry goes with the model)
+_MASKED: dict[int, weakref.ref[Any]] = {}
+
+
+def _is_masked(node: Any) -> bool:
+    ref = _MASKED.get(id(node))
+    return ref is not None and ref() is node
+
+
+def _remember(node: Any) -> None:
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return
+    try:
+        key = id(node)
+        _MASKED[key] = weakref.ref(node, lambda _, key=key: _MASKED.pop(key, None))
+    except TypeError:  # a slotted record without a weak reference slot: not remembered, scrubbed again
+        pass
+
+
+_ATOMS = frozenset({int, float, bool, type(None)})
+
+
+def _scrub(node: Any) -> Any:
+    kind = type(node)
+    if kind is str:
         return mask(node)
-    if isinstance(node, dict):
-        return type(node)(_scrub_items(node.items()))
-    if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
-        return type(node)(scrub(item) for item in node)
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        fields = [(name, getattr(node, name)) for name in _init_fields(type(node))]
-        changed = {name: value for name, value in _scrub_items(fields) if value is not getattr(node, name)}
-        return dataclasses.replace(node, **changed) if changed else node
-    return node
+    if kind in _ATOMS:
+        return node
+    names = _RECORD_FIELDS.get(kind)
+    if names is None:
+        if isinstance(node, str):
+            return mask(node)
+        if isinstance(node, dict):
+            items = _scrub_items(node.items())
+            if all(k is a and v is b for (k, v), (a, b) in zip(items, node.items(), strict=True)):
+                return node
+            return type(node)(items)
+        if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
+            done = [_scrub(item) for item in node]
+            if all(a is b for a, b in zip(done, node, strict=True)):
+                return node
+            return type(node)(done)
+        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return node
+        names = _RECORD_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(node) if f.init)
+    fields = [(name, getattr(node, name)) for name in names]
+    changed = {name: value for name, value in _scrub_items(fields) if value is not getattr(node, name)}
+    return dataclasses.replace(node, **changed) if changed else node
 
 
-@functools.cache
-def _init_fields(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind) if f.init)
+_RECORD_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass -> its init fields (what replace can set)
 
 
 def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
@@ -175,9 +235,9 @@ def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     for key, value in items:
         hidden = isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != ""
         if hidden and ((secret_record and key in VALUE_FIELDS) or (isinstance(key, str) and is_sensitive(key))):
-            out.append((scrub(key), MASK))
+            out.append((_scrub(key), MASK))
         else:
-            out.append((scrub(key), scrub(value)))
+            out.append((_scrub(key), _scrub(value)))
     return out
 
 
@@ -185,6 +245,24 @@ def mask(text: str | None) -> str | None:
     """`text` with every secret value replaced by ******."""
     if not text:
         return text
+    if len(text) <= _SHORT:
+        masked = _masked_short(text)
+        return text if masked is None else masked
+    return _masked(text)
+
+
+_SHORT = 256  # a report's many short values (statuses, file names, ids) recur: their answers are remembered
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _masked_short(text: str) -> str | None:
+    """A short text's masked form, or None when it holds nothing to mask (the text itself is then the answer:
+    a model's unchanged values stay the very objects they were)."""
+    masked = _masked(text)
+    return None if masked == text else masked
+
+
+def _masked(text: str) -> str:
     lower = text.lower()
     if _ANY_GATE.search(lower) is None:
         return text

@@ -4,6 +4,7 @@ passing the one masker (masking.py) here.
     echo(text)                 a line for a person on stdout or stderr
     console()                  a rich Console for the terminal views (report, fleet, rule tables), every write masked
     show / show_terminal       a report (a diagnosis, a fleet report) rendered by a view from its masked model
+    show_chunks                the same, the view's text written piece by piece (the JSON view of many jobs)
     write_text / write_bytes   files: crash logs, --html, `rules suggest` drafts, `collect` bundles' logs
     write_json / echo_json / dumps   JSON of a structure (collect.json, REST answers, watch lines, webhook bodies)
     rows(rows)                 rows of a fleet lake table
@@ -21,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
@@ -39,6 +40,7 @@ __all__ = [
     "rows",
     "scrub",
     "show",
+    "show_chunks",
     "show_terminal",
     "write_bytes",
     "write_json",
@@ -82,7 +84,8 @@ def console(stderr: bool = False, **options: Any) -> Any:
 
 def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, nl: bool = True) -> None:
     """`view(masked report)` (a function to text: JSON, HTML, Markdown) on stdout, or into the file `to`. The
-    model is masked again here, whoever built it: masking what is masked changes nothing."""
+    model is masked here, whoever built it; a model masking.scrub returned (build_report's) is known to be
+    masked, and is not passed over a second time."""
     text = view(scrub(report))
     if to is not None:
         Path(to).write_text(text, encoding="utf-8")
@@ -90,6 +93,17 @@ def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, 
     import click
 
     click.echo(text, nl=nl)
+
+
+def show_chunks(report: Any, view: Callable[[Any], Iterable[str]], *, nl: bool = True) -> None:
+    """`view(masked report)` (a function to pieces of text: the JSON view's `json_chunks`) on stdout, each piece
+    written as it is made: a report of 100,000 jobs is never held whole as text. The same masking as `show`."""
+    import click
+
+    for piece in view(scrub(report)):
+        click.echo(piece, nl=False)
+    if nl:
+        click.echo("")
 
 
 def show_terminal(report: Any, view: Callable[[Any, Any], None], **options: Any) -> None:

@@ -78,12 +78,12 @@ class EventsResult:
 
 
 def _size_to_read(source: Source) -> int:
-    """The bytes of a staged source to read: of an input read in place (a link to it), as many as ingest saw (a
-    live log that grew is read as it was); one gone or cut shorter since is InputChanged, never a partial count."""
+    """The bytes of a staged source to read: of an input read in place, as many as ingest saw (a live log that
+    grew is read as it was); one gone or cut shorter since is InputChanged, never a partial count."""
     staged = str(source.staged)
-    if not os.path.islink(staged):
+    if not source.in_place and not os.path.islink(staged):
         return Path(staged).stat().st_size  # flinkdoctor's own copy, in the work dir
-    shown = os.readlink(staged)
+    shown = os.readlink(staged) if os.path.islink(staged) else staged
     try:
         now = os.stat(staged).st_size
     except FileNotFoundError as err:

@@ -2,9 +2,9 @@
 
 Runs on the driver, in plain Python, and never reads a whole log: it walks folders, unpacks archives safely
 (archives.py), splits YARN aggregated logs into one source per container and log type (yarn.py), classifies each
-source by its content first and its name second (classify.py), and stages it for Spark (staging.py). Every staged
-text source is named `<id>.log` under `<work>/sources/`, so the Spark stage can recover the source id from the
-file name alone. A file that cannot be read is a counted skip with its reason, never a crash.
+source by its content first and its name second (classify.py), and stages it for Spark (staging.py): plain UTF-8
+text is read where it is, and a text source that needs a copy (decoded, gunzipped, read in its shape) is written
+as `<id>.log` under `<work>/sources/`. A file that cannot be read is a counted skip with its reason, never a crash.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class Source:
     path: str  # as the user sees it, relative to the bundle
     kind: str
     layout: str | None = None  # None for structured sources (JSON, config)
-    staged: str | None = None  # file Spark reads
+    staged: str | None = None  # file Spark reads: a copy in the work dir, or the input itself (`in_place`)
+    in_place: bool = False  # `staged` is the input, read where it is: never written or removed by flinkdoctor
     host: str | None = None
     container: str | None = None
     log_type: str | None = None  # the file name inside a YARN aggregated log
@@ -218,11 +219,12 @@ class _Walker:
             if kind == "flink-rest-json":
                 self._add_rest_events(source)
             return
+        dest = self.staging / f"{sid:05d}.log"  # where a copy goes, if one is needed
         try:  # decoded, gunzipped, over-long lines split: the file Spark reads (a YARN part is ours: moved)
             budget = self.budget.limit - self.budget.used if compressed else None
             staged = stage(
                 path,
-                self.staging / f"{sid:05d}.log",
+                dest,
                 head=head,
                 compressed=compressed,
                 max_bytes=budget,
@@ -244,7 +246,7 @@ class _Walker:
             known = None
             shape, line_map = None if binary else plan(staged.head), None
         if shape is not None:  # wrapped, structured or decorated: read into plain text once, here
-            staged, line_map = restage(staged, shape)
+            staged, line_map = restage(staged, shape, dest)
         head = staged.head
         read: dict[str, Any] = {
             "encoding": None if staged.encoding == "utf-8" else staged.encoding,
@@ -253,6 +255,7 @@ class _Walker:
             "shape": shape.describe() if shape else None,
             "line_map": line_map,
             "staged": str(staged.path),
+            "in_place": staged.in_place,
             "size": size,
         }
         if b"\x00" in head[:8192]:

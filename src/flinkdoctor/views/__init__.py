@@ -2,9 +2,9 @@
 safe for its own medium (JSON: exact but escaped; terminal: control characters shown, never markup; HTML:
 autoescaped; Markdown: markup characters escaped, log lines fenced)."""
 
-from .contract import render_json
+from .contract import json_chunks, render_json
 from .html import render_html
 from .markdown import render_markdown
 from .terminal import render_terminal
 
-__all__ = ["render_html", "render_json", "render_markdown", "render_terminal"]
+__all__ = ["json_chunks", "render_html", "render_json", "render_markdown", "render_terminal"]

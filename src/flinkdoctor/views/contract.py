@@ -3,33 +3,79 @@
 The contract is schema flinkdoctor.report/v1 (schemas/report.schema.json) at minor version CONTRACT_VERSION:
 a minor version only adds optional fields and sections, so a reader of an earlier minor version reads a later
 one unchanged. The history is in CHANGELOG.md.
+
+`json_chunks` writes the same text in pieces, each job's checkpoints made as they are written: a report of
+100,000 jobs is never held whole, as dicts or as text (`render_json` is its pieces joined).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..report.model import CONTRACT_VERSION, SCHEMA, Report
+from ..analytics.model import CheckpointJob
+from ..jsondata import JSONObject
+from ..report.model import CONTRACT_VERSION, SCHEMA, Report, job_dict
 from .sentences import checkpoint_sentences
 
-__all__ = ["CONTRACT_VERSION", "SCHEMA", "contract", "render_json"]
+__all__ = ["CONTRACT_VERSION", "SCHEMA", "contract", "json_chunks", "render_json"]
 
 # JSON may carry these raw inside strings; a terminal may act on them (C1 controls such as CSI, DEL, line and
 # paragraph separators, bidi overrides). Escaped as \uXXXX, the parsed strings stay the same.
 _RAW_UNSAFE = re.compile("[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+CHUNK_CHARS = 1 << 20  # json_chunks' pieces: about this many characters, each ending with a whole line
 
 
 def contract(report: Report) -> dict[str, Any]:
     """The report as the JSON contract: its data (`Report.to_dict()`), and per job the sentences about its
     checkpoints (`summary`, required by v1), which this view writes from the numbers."""
-    data = report.to_dict()
-    for job in (data.get("checkpoints") or {}).get("jobs", []):
-        job["summary"] = checkpoint_sentences(job)
+    return report.data(jobs=lambda jobs: [_job(job) for job in jobs])
+
+
+def _job(job: CheckpointJob) -> JSONObject:
+    data = job_dict(job)
+    data["summary"] = checkpoint_sentences(data)
     return data
 
 
 def render_json(report: Report) -> str:
-    text = json.dumps(contract(report), indent=2, ensure_ascii=False)
+    return "".join(json_chunks(report))
+
+
+def json_chunks(report: Report) -> Iterator[str]:
+    """The JSON view's text in pieces of whole lines (a terminal's escape sequence never cut in two), the same
+    text as one `json.dumps(contract(report), indent=2, ensure_ascii=False)`, escaped."""
+    data = report.data(jobs=lambda jobs: OneAtATime(jobs, _job))
+    pieces: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= CHUNK_CHARS and "\n" in piece:
+            text = "".join(pieces)
+            cut = text.rindex("\n") + 1
+            yield _escaped(text[:cut])
+            pieces, size = [text[cut:]], len(text) - cut
+    yield _escaped("".join(pieces))
+
+
+def _escaped(text: str) -> str:
     return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class OneAtATime(list):  # type: ignore[type-arg]
+    """A list as the JSON encoder reads it (its length, then its items in order) whose items are made as they
+    are read and let go once written: `make(item)` of each of `items`. The encoder writes a list subclass as a
+    list; nothing else may use it."""
+
+    def __init__(self, items: Sequence[Any], make: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._items, self._make = items, make
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._make, self._items)
