@@ -1,0 +1,212 @@
+"""Writing the report (issue #25, the tail after the last lap): one mask, the JSON view in pieces, inputs read in
+place.
+
+- The JSON view is written piece by piece (`views.contract.json_chunks`, `outbound.show_chunks`), each job's
+  checkpoints made as they are written: the text must be byte for byte the one document `json.dumps` makes of
+  the contract (as the view made it before, with `dataclasses.asdict`), in pieces of whole lines.
+- The report model is masked once, as it is built; the way out (outbound.py) passes over it again only when it
+  is not the very model the masker returned. A model built by hand, or changed after masking, must be masked at
+  the way out: a secret in a job, a source path and an event text never leaves unmasked.
+- Plain UTF-8 inputs are read where they are; an input is never written, moved or removed (a copy of one in
+  another shape goes to the work dir).
+
+The reports here are built from their model's classes (no log line is hand-written: the event text is the
+canaries' planted message, tests/canaries.py); the end-to-end test diagnoses a real lab recording."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA
+
+SHAPES = DATA / "shapes"
+LAB = DATA / "lab" / "1.20.3"
+
+
+def _job(job: str, file: str, source: str, points: int = 3, failures: bool = True):
+    from flinkdoctor.analytics.model import CheckpointJob, CheckpointPoint, CheckpointTrend, FailurePattern, Limit
+
+    series = [
+        CheckpointPoint(i, f"2026-04-23T21:2{i}:38.027Z", "completed", 30.0 + i, 7387, file, 100 + i)
+        for i in range(1, points + 1)
+    ]
+    series.append(CheckpointPoint(None, None, "expired", None, None, file, 200, stage="storage-close"))
+    return CheckpointJob(
+        job=job,
+        series=series,
+        counts={"completed": points, "expired": 1},
+        timeout=Limit(600000.0, f"{source}: execution.checkpointing.timeout"),
+        interval=Limit(10000.0, source) if failures else None,
+        percentiles={"p50": 31.0, "p90": 32.0, "p95": 33.0, "p99": 33.0, "max": 33.0} if points else {},
+        trend=CheckpointTrend(12.5, points, 3.5) if failures else None,
+        failures=FailurePattern(2, True, 60.0, [60.0, 61.5]) if failures else None,
+        over_interval=0,
+        longest_stage_ms=None,
+        ended=points,
+    )
+
+
+def _report(job: str = "00002c30ab0aae9d8b28852d52084485", path: str = "jobmanager/jobmanager.log", text: str = ""):
+    """A report model as the analytics and build_report leave it (not masked: built here by hand)."""
+    from flinkdoctor.analytics.model import CheckpointAnalytics
+    from flinkdoctor.report.model import Evidence, FindingReport, InputReport, Report, SourceReport
+
+    jobs = [_job(job, path, "config.yaml"), _job("a" * 32, path, "log: median gap \u2028 ü", failures=False)]
+    jobs += [_job(f"{n:032x}", path, "default", points=n % 4) for n in range(40)]
+    evidence = Evidence(path, 12, "2026-04-23T21:26:38.027Z", text or "Checkpoint 3 expired", "vm")
+    return Report(
+        input=InputReport(1, 100, 99, 1, 50, [SourceReport(path, "flink-jobmanager", "flink-log4j2", 100, 1)]),
+        flink_version="1.20.3",
+        flink_version_from="log",
+        root_causes=[],
+        findings=[FindingReport("checkpoint-expired", "checkpoint-timeout", "symptom", "t", 1, None, None, [evidence])],
+        skipped=[],
+        checkpoints=CheckpointAnalytics(jobs, ["REST answers"]),
+    )
+
+
+def _as_before(report) -> str:
+    """The JSON view as it was made before it was written in pieces: the whole contract, each job through
+    dataclasses.asdict, then one json.dumps."""
+    from flinkdoctor.views.contract import _RAW_UNSAFE
+    from flinkdoctor.views.sentences import checkpoint_sentences
+
+    data = report.to_dict()
+    if report.checkpoints is not None:
+        jobs = []
+        for job in report.checkpoints.jobs:
+            one = dataclasses.asdict(job)
+            one["timeout_ms"], one["interval_ms"] = job.timeout_ms, job.interval_ms
+            one["summary"] = checkpoint_sentences(one)
+            jobs.append(one)
+        data["checkpoints"]["jobs"] = jobs
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def test_the_json_view_in_pieces_is_the_one_document(monkeypatch):
+    from flinkdoctor.views import contract
+
+    report = _report()
+    whole = contract.render_json(report)
+    monkeypatch.setattr(contract, "CHUNK_CHARS", 200)  # many pieces
+    pieces = list(contract.json_chunks(report))
+    assert len(pieces) > 50
+    assert all(piece.endswith("\n") for piece in pieces[:-1])  # whole lines: no escape sequence cut in two
+    assert "".join(pieces) == whole == _as_before(report)
+    assert "\\u2028" in whole and "\u2028" not in whole and "ü" in whole  # escaped as before, text kept exact
+
+
+def test_a_jobs_dict_is_asdicts_and_shares_nothing_with_the_model():
+    from flinkdoctor.report.model import job_dict
+
+    for job in (_job("j", "f", "s"), _job("k", "f", "s", points=0, failures=False)):
+        made = job_dict(job)
+        expected = dataclasses.asdict(job) | {"timeout_ms": job.timeout_ms, "interval_ms": job.interval_ms}
+        assert made == expected and list(made) == list(expected)
+        made["series"].clear(), made["counts"].clear()  # a view may change its copy: the model stays
+        assert job.series and job.counts
+
+
+PLANTED = {
+    "job": "orders password=Pw-Job-4711",  # a job as it is named in the model
+    "path": "bundle/jdbc:postgresql://admin:Pw-Path-4712@db/jobmanager.log",  # a source path
+    # the canaries' planted message (tests/canaries.py WARN_MESSAGES["jdbc-user-info"])
+    "text": "opening jdbc:postgresql://admin:Pw-Text-4713@db.internal:5432/orders",
+}
+SECRETS = ("Pw-Job-4711", "Pw-Path-4712", "Pw-Text-4713")
+
+
+def _shown(capsys, report) -> str:
+    from flinkdoctor.safety import outbound
+    from flinkdoctor.views import json_chunks
+
+    outbound.show_chunks(report, json_chunks)
+    return capsys.readouterr().out
+
+
+def test_a_secret_in_a_job_a_path_and_an_event_text_never_leaves_unmasked(capsys):
+    """The way out masks a model it did not mask (built by hand, as a library caller may), and a masked model
+    changed afterwards; a model the masker returned leaves as it is, masked once."""
+    from flinkdoctor.safety.masking import masked_replace, scrub
+
+    raw = _report(PLANTED["job"], PLANTED["path"], PLANTED["text"])
+    assert all(secret in json.dumps(raw.to_dict()) for secret in SECRETS)  # planted where the view reads them
+    out = _shown(capsys, raw)
+    assert not any(secret in out for secret in SECRETS)
+    assert "password=******" in out and "admin:******@db" in out
+    assert json.loads(out)["checkpoints"]["jobs"][0]["job"] == "orders password=******"
+
+    masked = scrub(raw)
+    assert scrub(masked) is masked  # known: not passed over again
+    changed = dataclasses.replace(masked, work_dir="/tmp/password=Pw-Dir-4714")
+    assert "Pw-Dir-4714" not in _shown(capsys, changed)  # a copy changed after masking is masked again
+    given = masked_replace(masked, work_dir="/tmp/password=Pw-Dir-4715", timings={"ingest_s": 1.0})
+    assert scrub(given) is given and given.work_dir == "/tmp/password=******"
+    masked.checkpoints.jobs.append(_job("late token=Pw-Late-4716", "f", "s"))  # a list changed in place
+    assert "Pw-Late-4716" not in _shown(capsys, dataclasses.replace(masked))
+
+
+def test_scrub_gives_back_what_needs_no_masking_and_copies_what_does():
+    from flinkdoctor.safety.masking import scrub
+
+    clean = _report()
+    assert scrub(clean) is clean
+    planted = _report(text=PLANTED["text"])
+    done = scrub(planted)
+    assert done is not planted and done.checkpoints is planted.checkpoints  # only the changed branch copied
+    assert PLANTED["text"] == planted.findings[0].evidence[0].text  # the model given is left as it was
+    assert done.findings[0].evidence[0].text == "opening jdbc:postgresql://admin:******@db.internal:5432/orders"
+
+
+def _listing(folder: Path) -> dict[str, tuple[bytes, int]]:
+    files = (p for p in folder.rglob("*") if p.is_file())
+    return {p.relative_to(folder).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
+
+
+def test_inputs_are_read_in_place_and_never_written(tmp_path):
+    """A plain log is read where it is (nothing written for it); a log in another shape is copied into the work
+    dir, never beside the input; after the run the bundle holds exactly what it held, byte for byte."""
+    from flinkdoctor.runtime.workdir import WorkDir
+    from flinkdoctor.sources.ingest import ingest
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SHAPES / "wrapped", bundle / "wrapped")
+    shutil.copytree(SHAPES / "json", bundle / "json")
+    before = _listing(bundle)
+    with WorkDir(tmp_path / "work") as work:
+        manifest = ingest([bundle], work.path)
+        by_path = {s.path: s for s in manifest.sources if s.staged}
+        plain, cri = by_path["wrapped/taskmanager.log"], by_path["wrapped/taskmanager.cri.log"]
+        assert plain.in_place and Path(plain.staged) == (bundle / "wrapped" / "taskmanager.log").absolute()
+        assert not cri.in_place and Path(cri.staged).parent == work.path / "sources"  # the shaped copy
+        assert {Path(s.staged).parent for s in by_path.values() if not s.in_place} == {work.path / "sources"}
+        assert _listing(bundle) == before
+    assert _listing(bundle) == before and not (tmp_path / "work" / "sources").exists()
+
+
+@pytest.mark.parametrize("scenario", ["checkpoint-timeout", "heap-oom"])
+def test_the_cli_json_of_a_lab_recording_is_the_one_document(spark, rules, tmp_path, monkeypatch, scenario):
+    """`diagnose --format json` (written in pieces) prints the text the view made before in one piece, for a
+    real lab recording's report."""
+    from click.testing import CliRunner
+
+    import flinkdoctor.pipeline
+    from flinkdoctor.cli import main
+    from flinkdoctor.pipeline import diagnose
+    from flinkdoctor.views import contract
+
+    report = diagnose([LAB / f"{scenario}.tar.gz"], spark=spark, work_dir=tmp_path / "work", rules=rules)
+    assert report.checkpoints is not None and report.checkpoints.jobs
+    monkeypatch.setattr(flinkdoctor.pipeline, "diagnose", lambda *args, **kwargs: report)
+    monkeypatch.setattr(contract, "CHUNK_CHARS", 512)
+    with CliRunner().isolation() as (out, _):
+        main(["diagnose", str(LAB / f"{scenario}.tar.gz"), "--format", "json"])
+        printed = out.getvalue()
+    assert printed == (_as_before(report) + "\n").encode("utf-8")
+
