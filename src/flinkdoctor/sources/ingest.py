@@ -229,6 +229,7 @@ class _Walker:
                 compressed=compressed,
                 max_bytes=budget,
                 own=path.parent == self.staging,
+                size=size,
             )
         except InputError as err:
             self.skip(display, str(err).removeprefix(f"{path.name}: "))

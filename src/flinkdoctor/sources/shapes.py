@@ -239,7 +239,7 @@ def plan(head: bytes) -> Plan | None:
     strips, width, wrap_first, lines = _line_plan(lines, shapes)
     records, timed = _records(lines, shapes)
     localized = _localized_in(lines, shapes)
-    table = any(EVENT_TABLE.match(line) for line in lines)
+    table = _event_table(lines)
     if wrapper is None and split is None and not strips and width is None and not localized and not table:
         return None
     split_id = split.id if split else None
@@ -264,8 +264,14 @@ def reads_as(head: bytes, header: re.Pattern[str]) -> bool:
     return not (
         _split_of(lines, shapes) is not None
         or _localized_in(lines, shapes)
-        or any(EVENT_TABLE.match(line) for line in lines)
+        or _event_table(lines)
     )
+
+
+def _event_table(lines: list[str]) -> bool:
+    """Whether a line is the header of `kubectl describe`'s event table (a line without its word Reason is not:
+    told by a substring test, far faster than the regex on every line of 100,000 files' heads)."""
+    return any(EVENT_TABLE.match(line) for line in lines if "Reason" in line)
 
 
 def _line_plan(lines: list[str], shapes: Shapes) -> tuple[tuple[str, ...], int | None, bool, list[str]]:

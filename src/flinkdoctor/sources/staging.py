@@ -92,10 +92,11 @@ def detect_encoding(head: bytes) -> str | None:
     return None
 
 
-def find_long_line(path: Path, cap: int = MAX_LINE_BYTES) -> int | None:
+def find_long_line(path: Path, cap: int = MAX_LINE_BYTES, size: int | None = None) -> int | None:
     """Offset of the first line longer than `cap` bytes, or None. From each line start it looks back from
-    `cap` bytes ahead for the last newline, so it touches a few bytes per `cap`, not the whole file."""
-    size = path.stat().st_size
+    `cap` bytes ahead for the last newline, so it touches a few bytes per `cap`, not the whole file. `size`: the
+    file's, when the caller has it."""
+    size = path.stat().st_size if size is None else size
     if size <= cap:
         return None
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
@@ -109,19 +110,27 @@ def find_long_line(path: Path, cap: int = MAX_LINE_BYTES) -> int | None:
 
 
 def stage(
-    path: Path, dest: Path, *, head: bytes, compressed: bool, max_bytes: int | None = None, own: bool = False
+    path: Path,
+    dest: Path,
+    *,
+    head: bytes,
+    compressed: bool,
+    max_bytes: int | None = None,
+    own: bool = False,
+    size: int | None = None,
 ) -> Staged:
     """The file Spark reads for `path`: `path` itself when it is plain UTF-8 with no over-long line (read in
     place: its absolute path), else `dest` (`<work>/sources/<id:05d>.log`), its UTF-8 form. `head`: the input's
     first bytes (decompressed for gzip). `own`: `path` is a file staging may consume (a YARN part): moved to
-    `dest`. Raises TooLarge when the staged file would exceed `max_bytes`."""
+    `dest`. `size`: the input's, as ingest saw it. Raises TooLarge when the staged file would exceed `max_bytes`."""
     encoding = detect_encoding(head)
-    if not compressed and encoding is None and find_long_line(path) is None:
-        size = path.stat().st_size
-        if own:
-            path.rename(dest)
-            return Staged(dest, "utf-8", head, size=size)
-        return Staged(Path(os.path.abspath(path)), "utf-8", head, size=size, in_place=True)
+    if not compressed and encoding is None:
+        size = path.stat().st_size if size is None else size
+        if find_long_line(path, size=size) is None:
+            if own:
+                path.rename(dest)
+                return Staged(dest, "utf-8", head, size=size)
+            return Staged(Path(os.path.abspath(path)), "utf-8", head, size=size, in_place=True)
     reader = _Reader(path, compressed)
     chunks: Iterable[bytes] = reader.chunks()
     if encoding is not None:
