@@ -209,4 +209,3 @@ def test_the_cli_json_of_a_lab_recording_is_the_one_document(spark, rules, tmp_p
         main(["diagnose", str(LAB / f"{scenario}.tar.gz"), "--format", "json"])
         printed = out.getvalue()
     assert printed == (_as_before(report) + "\n").encode("utf-8")
-

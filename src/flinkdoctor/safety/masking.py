@@ -12,12 +12,13 @@ The scan tasks mask the events table's text with `mask` when they cut it from th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
 import weakref
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 MASK = "******"
 # Flink's GlobalConfiguration.isSensitive(key): key.toLowerCase() contains one of SENSITIVE_KEYS. Read with
@@ -145,6 +146,7 @@ def mask_value(key: str, value: str | None) -> str | None:
 
 # the fields of a record (a mapping or a dataclass) that hold the value of its `key` field
 VALUE_FIELDS = ("value", "default")
+_Model = TypeVar("_Model")  # a dataclass instance (a report model)
 
 
 def scrub(node: Any) -> Any:
@@ -165,10 +167,10 @@ def scrub(node: Any) -> Any:
     return done
 
 
-def masked_replace(node: Any, **changes: Any) -> Any:
+def masked_replace(node: _Model, **changes: Any) -> _Model:
     """`dataclasses.replace(node, **changes)` with the new values scrubbed; remembered as masked when `node` was
     (a report given its run's timings and work dir after it was built)."""
-    new = dataclasses.replace(node, **dict(_scrub_items(changes.items())))
+    new: _Model = dataclasses.replace(node, **dict(_scrub_items(changes.items())))  # type: ignore[type-var]
     if _is_masked(node):
         _remember(new)
     return new
@@ -186,11 +188,17 @@ def _is_masked(node: Any) -> bool:
 def _remember(node: Any) -> None:
     if not dataclasses.is_dataclass(node) or isinstance(node, type):
         return
-    try:
-        key = id(node)
-        _MASKED[key] = weakref.ref(node, lambda _, key=key: _MASKED.pop(key, None))
-    except TypeError:  # a slotted record without a weak reference slot: not remembered, scrubbed again
-        pass
+    with contextlib.suppress(TypeError):  # a slotted record has no weak reference: not remembered, scrubbed again
+        _MASKED[id(node)] = weakref.ref(node, _forget(id(node)))
+
+
+def _forget(key: int) -> Callable[[weakref.ref[Any]], None]:
+    """The callback that drops a model's entry when the model goes (its id may then be another object's)."""
+
+    def forget(_: weakref.ref[Any]) -> None:
+        _MASKED.pop(key, None)
+
+    return forget
 
 
 _ATOMS = frozenset({int, float, bool, type(None)})

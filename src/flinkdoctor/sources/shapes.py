@@ -261,11 +261,7 @@ def reads_as(head: bytes, header: re.Pattern[str]) -> bool:
     if not all(header.match(line) or TRACE_LINE.match(line) or EXCEPTION_HEAD.match(line) for line in first):
         return False
     shapes = load_shapes()
-    return not (
-        _split_of(lines, shapes) is not None
-        or _localized_in(lines, shapes)
-        or _event_table(lines)
-    )
+    return not (_split_of(lines, shapes) is not None or _localized_in(lines, shapes) or _event_table(lines))
 
 
 def _event_table(lines: list[str]) -> bool:
