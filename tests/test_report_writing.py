@@ -95,6 +95,7 @@ def test_the_json_view_in_pieces_is_the_one_document(monkeypatch):
     report = _report()
     whole = contract.render_json(report)
     monkeypatch.setattr(contract, "CHUNK_CHARS", 200)  # many pieces
+    monkeypatch.setattr(contract, "ENCODED_BATCH", 16)
     pieces = list(contract.json_chunks(report))
     assert len(pieces) > 50
     assert all(piece.endswith("\n") for piece in pieces[:-1])  # whole lines: no escape sequence cut in two
@@ -205,7 +206,7 @@ def test_the_cli_json_of_a_lab_recording_is_the_one_document(spark, rules, tmp_p
     assert report.checkpoints is not None and report.checkpoints.jobs
     monkeypatch.setattr(flinkdoctor.pipeline, "diagnose", lambda *args, **kwargs: report)
     monkeypatch.setattr(contract, "CHUNK_CHARS", 512)
-    with CliRunner().isolation() as (out, _):
+    with CliRunner().isolation() as streams:
         main(["diagnose", str(LAB / f"{scenario}.tar.gz"), "--format", "json"])
-        printed = out.getvalue()
+        printed = streams[0].getvalue()
     assert printed == (_as_before(report) + "\n").encode("utf-8")

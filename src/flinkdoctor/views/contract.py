@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from ..analytics.model import CheckpointJob
@@ -26,6 +27,7 @@ __all__ = ["CONTRACT_VERSION", "SCHEMA", "contract", "json_chunks", "render_json
 # paragraph separators, bidi overrides). Escaped as \uXXXX, the parsed strings stay the same.
 _RAW_UNSAFE = re.compile("[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 CHUNK_CHARS = 1 << 20  # json_chunks' pieces: about this many characters, each ending with a whole line
+ENCODED_BATCH = 4096  # the encoder's own tiny pieces, joined this many at a time
 
 
 def contract(report: Report) -> dict[str, Any]:
@@ -48,17 +50,18 @@ def json_chunks(report: Report) -> Iterator[str]:
     """The JSON view's text in pieces of whole lines (a terminal's escape sequence never cut in two), the same
     text as one `json.dumps(contract(report), indent=2, ensure_ascii=False)`, escaped."""
     data = report.data(jobs=lambda jobs: OneAtATime(jobs, _job))
-    pieces: list[str] = []
-    size = 0
-    for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data):
-        pieces.append(piece)
-        size += len(piece)
-        if size >= CHUNK_CHARS and "\n" in piece:
-            text = "".join(pieces)
+    encoded = json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data)  # millions of tiny pieces
+    held, size = [], 0
+    while batch := list(islice(encoded, ENCODED_BATCH)):
+        text = "".join(batch)
+        held.append(text)
+        size += len(text)
+        if size >= CHUNK_CHARS and "\n" in text:
+            text = "".join(held)
             cut = text.rindex("\n") + 1
             yield _escaped(text[:cut])
-            pieces, size = [text[cut:]], len(text) - cut
-    yield _escaped("".join(pieces))
+            held, size = [text[cut:]], len(text) - cut
+    yield _escaped("".join(held))
 
 
 def _escaped(text: str) -> str:
