@@ -134,7 +134,7 @@ def _shown(capsys, report) -> str:
 def test_a_secret_in_a_job_a_path_and_an_event_text_never_leaves_unmasked(capsys):
     """The way out masks a model it did not mask (built by hand, as a library caller may), and a masked model
     changed afterwards; a model the masker returned leaves as it is, masked once."""
-    from flinkdoctor.safety.masking import masked_replace, scrub
+    from flinkdoctor.safety.masking import masked_model, masked_replace, scrub
 
     raw = _report(PLANTED["job"], PLANTED["path"], PLANTED["text"])
     assert all(secret in json.dumps(raw.to_dict()) for secret in SECRETS)  # planted where the view reads them
@@ -143,7 +143,12 @@ def test_a_secret_in_a_job_a_path_and_an_event_text_never_leaves_unmasked(capsys
     assert "password=******" in out and "admin:******@db" in out
     assert json.loads(out)["checkpoints"]["jobs"][0]["job"] == "orders password=******"
 
-    masked = scrub(raw)
+    clean = _report()
+    assert scrub(clean) is clean  # needed nothing, so given back, but not trusted from now on:
+    clean.findings[0].evidence.append(dataclasses.replace(clean.findings[0].evidence[0], text=PLANTED["text"]))
+    assert "Pw-Text-4713" not in _shown(capsys, clean)
+
+    masked = masked_model(raw)
     assert scrub(masked) is masked  # known: not passed over again
     changed = dataclasses.replace(masked, work_dir="/tmp/password=Pw-Dir-4714")
     assert "Pw-Dir-4714" not in _shown(capsys, changed)  # a copy changed after masking is masked again

@@ -4,9 +4,9 @@ The model's `to_dict()` is its data; the JSON view (views/contract.py) prints it
 flinkdoctor.report/v1, schemas/report.schema.json), adding the sentences it writes; the contract's history, one
 minor version after another, is in CHANGELOG.md.
 
-Secrets are masked here, once, as the model is built (`build_report` returns it through masking.scrub), so that no
-view, no library caller and no fleet table can show them; making text inert for a terminal or escaping it for
-HTML/Markdown is each view's job, since JSON must keep the text exact.
+Secrets are masked here, once, as the model is built (`build_report` returns it through masking.masked_model), so
+that no view, no library caller and no fleet table can show them, and the way out need not mask it again; making
+text inert for a terminal or escaping it for HTML/Markdown is each view's job, since JSON must keep the text exact.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..diagnosis.unexplained import Ranked
 from ..jsondata import JSONObject
 from ..knowledge.rulebook import Rule
 from ..knowledge.vocabulary import AnsweredBy, Verdict
-from ..safety.masking import scrub
+from ..safety.masking import masked_model
 from ..sources.ingest import Manifest, Source
 from ..sources.layouts import layout_by_id
 
@@ -502,7 +502,7 @@ def build_report(
     derived = outcome.derived if outcome else []
     kinds = {s.kind for s in manifest.sources}
     derived_roots = [_derived_root(cause, paths, kinds, rules) for cause in derived]
-    report: Report = scrub(  # every string of the model masked, and each setting of a sensitive key whole
+    report: Report = masked_model(  # every string masked, each setting of a sensitive key whole; known as masked
         Report(
             input=given,
             flink_version=version,

@@ -154,15 +154,19 @@ def scrub(node: Any) -> Any:
     dataclasses) with every secret masked: each string through `mask`, and a value whole when its key is
     sensitive: a mapping's key, or the `key` field of a record beside its `value` ({"key": k, "value": v}, as
     REST /jobmanager/config and the configuration audit hold settings). The same type comes back, and the very
-    object when nothing in it needed masking (a report of 100,000 jobs is not copied to change nothing).
-
-    A model scrub made (a dataclass instance, such as a report) is remembered: scrubbing it again gives it back
-    at once, so the way out (outbound.py) masks what leaves without a second pass over a model masked as it was
-    built. Only that very object is remembered: a copy with a field changed (`dataclasses.replace`) is scrubbed
-    whole again, unless made by `masked_replace`."""
+    object when nothing in it needed masking (a report of 100,000 jobs is not copied to change nothing). A model
+    `masked_model` returned is given back at once: it is masked already."""
     if _is_masked(node):
         return node
-    done = _scrub(node)
+    return _scrub(node)
+
+
+def masked_model(node: _Model) -> _Model:
+    """A model built to be shown (build_report's report), masked, and remembered as masked: the way out
+    (outbound.py) then shows it without a second pass over it. Only that very object is remembered, and only
+    here: a copy with a field changed (`dataclasses.replace`) is scrubbed whole again, unless made by
+    `masked_replace`; the model must not be changed in place afterwards (none is: the views read it)."""
+    done: _Model = _scrub(node)
     _remember(done)
     return done
 
