@@ -42,7 +42,7 @@ class Source:
     kind: str
     layout: str | None = None  # None for structured sources (JSON, config)
     staged: str | None = None  # file Spark reads: a copy in the work dir, or the input itself (`in_place`)
-    in_place: bool = False  # `staged` is the input, read where it is: never written or removed by flinkdoctor
+    in_place: bool = False  # `staged` is the file walked (an input, or an archive's member), read where it is
     host: str | None = None
     container: str | None = None
     log_type: str | None = None  # the file name inside a YARN aggregated log

@@ -54,7 +54,7 @@ class Staged:
     split_lines: int = 0  # over-long lines split into pieces
     size: int = 0  # bytes of the staged file
     copied: bool = False  # written by staging (counts against the unpack budget)
-    in_place: bool = False  # `path` is the input itself, read where it is: never written nor removed
+    in_place: bool = False  # `path` is the file given, read where it is: staging never writes or removes it
 
 
 class TooLarge(InputError):
