@@ -263,9 +263,10 @@ def test_metrics_feed_the_prefilter_after_the_rules():
 
 def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, tmp_path, monkeypatch):
     """The triggers and completions are written unreduced and reduced by the driver (columns.Builder) to the
-    rows Spark's aggregate kept: on real lab runs (a 1.20.3 JobManager log given twice, so that every checkpoint
-    has two lines of each kind, and a 2.1.1 run whose checkpoints expire), the same columns, the same other
-    measures, the same texts read back and the same analysis as when Spark reduced every kind."""
+    rows Spark's aggregate kept, and so are the other kinds (metrics._reduce_rest; Spark then runs no aggregate,
+    one read of the events): on real lab runs (a 1.20.3 JobManager log given twice, so that every checkpoint and
+    start-up line has two lines of each kind, and a 2.1.1 run whose checkpoints expire), the same columns, the
+    same other measures, the same texts read back and the same analysis as when Spark reduced every kind."""
     import numpy as np
 
     from flinkdoctor.analytics import analyse, extract, load_metrics
@@ -289,7 +290,8 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
         events = build_events(spark, manifest, tmp_path / f"work-{name}", matcher.prefilter, matcher=matcher)
         table = events.table(spark)
         seen = {}
-        for plan, written in (("spark", ()), ("driver", m.COLUMNAR)):
+        lines = table.selectExpr("sum(size(measures))").first()[0]
+        for plan, written in (("spark", ()), ("driver", m.COLUMNAR), ("every", None)):
             monkeypatch.setattr(m, "WRITTEN", written)
             found = extract(table, metrics, events.blocks, manifest)  # through the measures' file
             rows = sum(file.metadata.num_rows for file in found.texts.files)
@@ -307,7 +309,11 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
             shown = sorted((f.rule, f.sid, f.line, f.text) for f in analysis.findings)
             seen[plan] = (rows, sorted(found, key=repr), triggers, done, analysis.checkpoints, shown)
         (spark_rows, *by_spark), (driver_rows, *by_driver) = seen["spark"], seen["driver"]
+        every_rows, *by_every = seen["every"]
         assert by_driver == by_spark, name
+        assert by_every == by_spark, name
+        assert every_rows == lines > driver_rows, name  # every measured line written, the others reduced by the driver
+        assert len(by_spark[0]) >= 10, name  # start-up lines (configuration) and more: the driver reduced them
         trigger_rows, done_rows = len(by_spark[1]), len(by_spark[2])
         assert trigger_rows >= 3 and by_spark[3].jobs, name
         if name == "twice":  # the driver read each checkpoint's two lines of each kind, and kept the one Spark kept

@@ -171,7 +171,9 @@ class Measured(list):
 
 
 COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
-WRITTEN = COLUMNAR  # the kinds _reduced writes unreduced (none: Spark reduces all, the driver finds nothing more)
+# the kinds _reduced writes unreduced, for the driver to reduce (None: every kind, and Spark runs no aggregate;
+# (): Spark reduces all, the driver finds nothing more)
+WRITTEN: tuple[str, ...] | None = None
 
 
 CAPTURED = ("job", "checkpoint", "epoch_ms", "duration_ms", "bytes")  # the triggers' and completions' captures
@@ -189,7 +191,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
     bulk = pc.is_in(kinds, pa.array(COLUMNAR))
     grouped = "bundle" in table.schema.names  # (the file's rows are not reduced yet: the keys go along)
-    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED] + ["bundle"] * grouped)
+    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED])  # (bundle: _reduce_rest)
     rows = table.filter(bulk)
     kinds = kinds.filter(bulk)
 
@@ -328,7 +330,48 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
         empty = schema.empty_table().select(columns)
         rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
     give_back()
-    return pa.concat_tables(rests), many.columns()
+    rest = pa.concat_tables(rests)
+    return (_reduce_rest(rest, metrics) if "bundle" in rest.schema.names else rest), many.columns()
+
+
+def _reduce_rest(table, metrics: tuple[Metric, ...]):
+    """The rows of kinds other than the triggers and completions, one per group of `_reduced`, the one its
+    aggregate keeps (`min_by` of the same order; no two rows tie: each is a line of its own), in the order read,
+    without the `bundle` column. Spark wrote them unreduced: they are few (start-up lines, failures), and an
+    aggregate over them alone made Spark read every measured event a second time."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return table.drop_columns(["bundle"])
+    kinds = [m.measures for m in metrics]
+    time = table.column("time")
+    micros = pc.cast(pc.cast(time, pa.timestamp("us", time.type.tz), safe=False), pa.int64()).to_pylist()
+    columns = ("bundle", "metric", "captures", "job", "sid", "block", "first_rel", "idx")
+    rows = zip(*(table.column(name).to_pylist() for name in columns), micros, strict=True)
+    best: dict[tuple, tuple] = {}
+    for at, (bundle, metric, captures, job, sid, block, first_rel, idx, micro) in enumerate(rows):
+        kind, captured = kinds[metric], dict(captures or ())
+        if kind in CHECKPOINT_KINDS or kind in ("checkpoint-trigger", "storage-close"):
+            owner = captured.get("job")
+            owner = owner if owner is not None else job if job is not None else ""
+            group: tuple = (bundle, kind, owner, captured.get("checkpoint"))
+            first = int(captured.get("duration_ms") is None) if kind != "checkpoint-trigger" else 0
+        elif kind == "config-property":
+            value = captured.get("value")
+            group = (bundle, kind, captured.get("key") or "", (value or "").strip(" "))  # (Spark's trim: spaces)
+            first = micro if micro is not None else -(2**63)
+        else:
+            group, first = (bundle, kind), 0
+        if kind == "checkpoint-trigger":  # (the last line; a trigger is a column, here only if a test says so)
+            order = (first, -sid, -block, -(first_rel + idx))
+        else:
+            order = (first, sid, block, first_rel + idx)
+        have = best.get(group)
+        if have is None or order < have[0]:
+            best[group] = (order, at)
+    kept = sorted(at for _, at in best.values())
+    return table.take(pa.array(kept, pa.int64())).drop_columns(["bundle"])
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
@@ -439,7 +482,10 @@ def _reduced(events, metrics: tuple[Metric, ...]):
             for key in CAPTURED
         ],
     )
-    measured, written = _measured(events), kind.isin(*WRITTEN)
+    measured = _measured(events)
+    if WRITTEN is None or {m.measures for m in metrics} <= set(WRITTEN):  # every row written, none reduced here
+        return measured.select(row.alias("r")).select("r.*")
+    written = kind.isin(*WRITTEN)
     rest = measured.where(~F.coalesce(written, F.lit(False)))
     rest = rest.groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r")).select("r.*")
     every = measured.where(written).select(row.alias("r")).select("r.*")  # (reduced by the driver: Builder)
