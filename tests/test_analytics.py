@@ -323,6 +323,48 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
             assert any(p.status == "expired" for j in by_spark[3].jobs for p in j.series)
 
 
+def test_only_the_times_read_are_parsed_and_the_analysis_is_that_of_every_line(spark, rules, tmp_path):
+    """Read from the scan's own table (`stored`), a trigger that stamps its epoch gets no line time parsed (the
+    costliest part of a row), every other measured line its time parsed after the explode: on real lab runs (a
+    healthy 1.20.3 JobManager log, a 2.1.1 run whose checkpoints expire) the triggers' times are their epochs,
+    the other measures and the completions are those read with every time parsed, and the analysis is the one
+    of every line read whole."""
+    import numpy as np
+
+    from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.analytics.checkpoints import epoch
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics))
+    for name in ("1.20.3/healthy", "2.1.1/checkpoint-timeout"):
+        work = tmp_path / name.replace("/", "-")
+        manifest = ingest([LAB / f"{name}.tar.gz"], work)
+        events = build_events(spark, manifest, work, matcher.prefilter, matcher=matcher)
+        table = events.table(spark)
+        lines = table.selectExpr("sum(size(measures))").first()[0]
+        whole = extract(table, metrics, events.blocks, manifest, lines)  # every line, its time from the table
+        parsed = extract(table, metrics, events.blocks, manifest)  # through the file, every event's time parsed
+        stored = extract(table, metrics, events.blocks, manifest, stored=events)
+        c, p = stored.checkpoints, parsed.checkpoints
+        assert len(c.t_job) >= 3 and len(c.c_job) >= (3 if "healthy" in name else 0), name
+        assert np.isnat(c.t_time).all() and not np.isnat(c.c_time).any(), name  # parsed where read, only
+        stamps = {
+            (m.captures["job"], int(m.captures["checkpoint"])): epoch(m.captures["epoch_ms"])
+            for m in whole
+            if m.measures == "checkpoint-trigger"
+        }
+        at = c.t_at.astype("datetime64[us]").tolist()
+        keys = [(c.jobs[j], n) for j, n in zip(c.t_job.tolist(), c.t_number.tolist(), strict=True)]
+        assert dict(zip(keys, at, strict=True)) == stamps, name
+        for field in ("t_job", "t_number", "t_at", "t_sid", "c_job", "c_number", "c_time", "c_duration", "c_line"):
+            assert getattr(c, field).tobytes() == getattr(p, field).tobytes(), (name, field)
+        assert sorted(stored, key=repr) == sorted(parsed, key=repr), name  # the other kinds, their times
+        assert analyse(stored, manifest, None).checkpoints == analyse(whole, manifest, None).checkpoints, name
+
+
 def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path, monkeypatch):
     """The driver gets one measured line per checkpoint (Spark reduces them, here every kind: the driver's own
     reduction of the triggers and completions is the test above), wherever else the lines repeat: the
