@@ -1074,3 +1074,33 @@ def test_a_captured_number_longer_than_a_long_is_none_not_a_traceback():
     digits = pa.array(["42", "9" * 25, "\u0664\u0662", "-" + "9" * 19, None])  # (Arabic-Indic 42)
     assert _numbers(digits, pa.int64(), int).to_pylist() == [42, None, 42, None, None]
     assert _numbers(pa.array(["7", "9" * 19]), pa.int64(), int).to_pylist() == [7, None]
+
+
+def test_a_long_runs_trend_is_the_statistics_modules_to_the_last_bit(tmp_path):
+    """The trend's fit over numpy slices (_fit) gives the very floats statistics.linear_regression and
+    statistics.correlation give (Python 3.10-3.11: each product rounded, then fsum): on the completed checkpoints
+    of real lab runs (their line times and checkpointDuration), and on a long run of 200,003 checkpoints made of
+    those durations, growing, with a time between them that is not a round number of hours."""
+    import statistics
+
+    import numpy as np
+
+    from flinkdoctor.analytics.checkpoints import _fit
+
+    completed = re.compile(r"^(\S+ \S+) .*Completed checkpoint \d+ for job \w+ \(\d+ bytes, checkpointDuration=(\d+)")
+    runs = []
+    for name in ("1.20.3/healthy", "2.1.1/healthy"):
+        folder = unpacked(LAB / f"{name}.tar.gz", tmp_path / name.replace("/", "-"))
+        (log,) = folder.glob("*/log/*standalonesession*.log")
+        found = [completed.match(line) for line in log.read_text("utf-8").splitlines()]
+        timed = [(datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), float(m[2])) for m in found if m]
+        assert len(timed) >= 5, name
+        hours = [(t - timed[0][0]).total_seconds() / 3600 for t, _ in timed]
+        runs.append((hours, [d for _, d in timed]))
+    lab = [d for _, durations in runs for d in durations]
+    n = 200_003
+    runs.append(([k * 1.7 / 3600 for k in range(n)], [lab[k % len(lab)] + k // 1000 for k in range(n)]))
+    for hours, durations in runs:
+        fitted = _fit(np.array(hours, np.float64), np.array(durations, np.float64))
+        expected = statistics.linear_regression(hours, durations)
+        assert fitted == (expected.slope, expected.intercept, statistics.correlation(hours, durations))
