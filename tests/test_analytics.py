@@ -263,9 +263,10 @@ def test_metrics_feed_the_prefilter_after_the_rules():
 
 def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, tmp_path, monkeypatch):
     """The triggers and completions are written unreduced and reduced by the driver (columns.Builder) to the
-    rows Spark's aggregate kept: on real lab runs (a 1.20.3 JobManager log given twice, so that every checkpoint
-    has two lines of each kind, and a 2.1.1 run whose checkpoints expire), the same columns, the same other
-    measures, the same texts read back and the same analysis as when Spark reduced every kind."""
+    rows Spark's aggregate kept, and so are the other kinds (metrics._reduce_rest; Spark then runs no aggregate,
+    one read of the events): on real lab runs (a 1.20.3 JobManager log given twice, so that every checkpoint and
+    start-up line has two lines of each kind, and a 2.1.1 run whose checkpoints expire), the same columns, the
+    same other measures, the same texts read back and the same analysis as when Spark reduced every kind."""
     import numpy as np
 
     from flinkdoctor.analytics import analyse, extract, load_metrics
@@ -289,7 +290,8 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
         events = build_events(spark, manifest, tmp_path / f"work-{name}", matcher.prefilter, matcher=matcher)
         table = events.table(spark)
         seen = {}
-        for plan, written in (("spark", ()), ("driver", m.COLUMNAR)):
+        lines = table.selectExpr("sum(size(measures))").first()[0]
+        for plan, written in (("spark", ()), ("driver", m.COLUMNAR), ("every", None)):
             monkeypatch.setattr(m, "WRITTEN", written)
             found = extract(table, metrics, events.blocks, manifest)  # through the measures' file
             rows = sum(file.metadata.num_rows for file in found.texts.files)
@@ -307,7 +309,11 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
             shown = sorted((f.rule, f.sid, f.line, f.text) for f in analysis.findings)
             seen[plan] = (rows, sorted(found, key=repr), triggers, done, analysis.checkpoints, shown)
         (spark_rows, *by_spark), (driver_rows, *by_driver) = seen["spark"], seen["driver"]
+        every_rows, *by_every = seen["every"]
         assert by_driver == by_spark, name
+        assert by_every == by_spark, name
+        assert every_rows == lines > driver_rows, name  # every measured line written, the others reduced by the driver
+        assert len(by_spark[0]) >= 10, name  # start-up lines (configuration) and more: the driver reduced them
         trigger_rows, done_rows = len(by_spark[1]), len(by_spark[2])
         assert trigger_rows >= 3 and by_spark[3].jobs, name
         if name == "twice":  # the driver read each checkpoint's two lines of each kind, and kept the one Spark kept
@@ -315,6 +321,48 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
             assert {sid for _, _, _, _, sid in by_spark[1]} == {1} and {d[5] for d in by_spark[2]} == {0}
         else:
             assert any(p.status == "expired" for j in by_spark[3].jobs for p in j.series)
+
+
+def test_only_the_times_read_are_parsed_and_the_analysis_is_that_of_every_line(spark, rules, tmp_path):
+    """Read from the scan's own table (`stored`), a trigger that stamps its epoch gets no line time parsed (the
+    costliest part of a row), every other measured line its time parsed after the explode: on real lab runs (a
+    healthy 1.20.3 JobManager log, a 2.1.1 run whose checkpoints expire) the triggers' times are their epochs,
+    the other measures and the completions are those read with every time parsed, and the analysis is the one
+    of every line read whole."""
+    import numpy as np
+
+    from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.analytics.checkpoints import epoch
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics))
+    for name in ("1.20.3/healthy", "2.1.1/checkpoint-timeout"):
+        work = tmp_path / name.replace("/", "-")
+        manifest = ingest([LAB / f"{name}.tar.gz"], work)
+        events = build_events(spark, manifest, work, matcher.prefilter, matcher=matcher)
+        table = events.table(spark)
+        lines = table.selectExpr("sum(size(measures))").first()[0]
+        whole = extract(table, metrics, events.blocks, manifest, lines)  # every line, its time from the table
+        parsed = extract(table, metrics, events.blocks, manifest)  # through the file, every event's time parsed
+        stored = extract(table, metrics, events.blocks, manifest, stored=events)
+        c, p = stored.checkpoints, parsed.checkpoints
+        assert len(c.t_job) >= 3 and len(c.c_job) >= (3 if "healthy" in name else 0), name
+        assert np.isnat(c.t_time).all() and not np.isnat(c.c_time).any(), name  # parsed where read, only
+        stamps = {
+            (m.captures["job"], int(m.captures["checkpoint"])): epoch(m.captures["epoch_ms"])
+            for m in whole
+            if m.measures == "checkpoint-trigger"
+        }
+        at = c.t_at.astype("datetime64[us]").tolist()
+        keys = [(c.jobs[j], n) for j, n in zip(c.t_job.tolist(), c.t_number.tolist(), strict=True)]
+        assert dict(zip(keys, at, strict=True)) == stamps, name
+        for field in ("t_job", "t_number", "t_at", "t_sid", "c_job", "c_number", "c_time", "c_duration", "c_line"):
+            assert getattr(c, field).tobytes() == getattr(p, field).tobytes(), (name, field)
+        assert sorted(stored, key=repr) == sorted(parsed, key=repr), name  # the other kinds, their times
+        assert analyse(stored, manifest, None).checkpoints == analyse(whole, manifest, None).checkpoints, name
 
 
 def test_a_log_read_twice_is_one_point_per_checkpoint(spark, rules, tmp_path, monkeypatch):
@@ -1026,3 +1074,33 @@ def test_a_captured_number_longer_than_a_long_is_none_not_a_traceback():
     digits = pa.array(["42", "9" * 25, "\u0664\u0662", "-" + "9" * 19, None])  # (Arabic-Indic 42)
     assert _numbers(digits, pa.int64(), int).to_pylist() == [42, None, 42, None, None]
     assert _numbers(pa.array(["7", "9" * 19]), pa.int64(), int).to_pylist() == [7, None]
+
+
+def test_a_long_runs_trend_is_the_statistics_modules_to_the_last_bit(tmp_path):
+    """The trend's fit over numpy slices (_fit) gives the very floats statistics.linear_regression and
+    statistics.correlation give (Python 3.10-3.11: each product rounded, then fsum): on the completed checkpoints
+    of real lab runs (their line times and checkpointDuration), and on a long run of 200,003 checkpoints made of
+    those durations, growing, with a time between them that is not a round number of hours."""
+    import statistics
+
+    import numpy as np
+
+    from flinkdoctor.analytics.checkpoints import _fit
+
+    completed = re.compile(r"^(\S+ \S+) .*Completed checkpoint \d+ for job \w+ \(\d+ bytes, checkpointDuration=(\d+)")
+    runs = []
+    for name in ("1.20.3/healthy", "2.1.1/healthy"):
+        folder = unpacked(LAB / f"{name}.tar.gz", tmp_path / name.replace("/", "-"))
+        (log,) = folder.glob("*/log/*standalonesession*.log")
+        found = [completed.match(line) for line in log.read_text("utf-8").splitlines()]
+        timed = [(datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), float(m[2])) for m in found if m]
+        assert len(timed) >= 5, name
+        hours = [(t - timed[0][0]).total_seconds() / 3600 for t, _ in timed]
+        runs.append((hours, [d for _, d in timed]))
+    lab = [d for _, durations in runs for d in durations]
+    n = 200_003
+    runs.append(([k * 1.7 / 3600 for k in range(n)], [lab[k % len(lab)] + k // 1000 for k in range(n)]))
+    for hours, durations in runs:
+        fitted = _fit(np.array(hours, np.float64), np.array(durations, np.float64))
+        expected = statistics.linear_regression(hours, durations)
+        assert fitted == (expected.slope, expected.intercept, statistics.correlation(hours, durations))

@@ -135,7 +135,7 @@ def diagnose_bundles(
     for hit in catalogued:
         hits[hit.bundle].append(hit)
     lap("findings_s")
-    measures = extract(table, metrics, events.blocks, combined, events.stats.get("measured"))
+    measures = extract(table, metrics, events.blocks, combined, events.stats.get("measured"), stored=events)
     found = _by_bundle(findings, bundle_of, len(manifests))
     measured = measures.by_bundle(bundle_of, len(manifests))  # (a long run's checkpoints in columns too)
     by_id = {rule.id: rule for rule in rules}

@@ -10,9 +10,9 @@ triggers the interval.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property
@@ -246,7 +246,7 @@ class Completed:
         hours = (times - times[0]).astype("timedelta64[us]").view(np.int64).astype(np.float64)
         hours /= 10**6
         hours /= 3600
-        return _trend_of(Floats(hours), Floats(values), timeout)
+        return _trend_of(hours, values, timeout)
 
 
 @dataclass
@@ -592,30 +592,43 @@ def _configured(effective: Effective, key: str) -> Limit | None:
     return Limit(value, f"{found.where} ({key})")
 
 
-class Floats(Sequence):
-    """A numpy array of floats read as Python floats a slice at a time: the statistics module iterates a long
-    run's million durations several times, and a list of them would hold a Python float each."""
-
-    STEP = 65_536
-
-    def __init__(self, values) -> None:
-        self._values = values
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __getitem__(self, at):
-        return self._values[at].tolist()
-
-    def __iter__(self) -> Iterator[float]:
-        for start in range(0, len(self._values), self.STEP):
-            yield from self._values[start : start + self.STEP].tolist()
+FIT_STEP = 65_536  # a long run's durations are summed a slice at a time: no Python float held per checkpoint
 
 
-def _varies(values: Sequence[float]) -> bool:
-    """More than one distinct value (as len(set(values)) >= 2), stopping at the first that differs."""
-    first = values[0]
-    return any(value != first for value in values)
+def _fsum(terms) -> float:
+    """math.fsum of the floats of numpy arrays (`terms`: slices of them), read as Python floats a slice at a time.
+    fsum rounds the exact sum once: the same float whatever the slices."""
+    return math.fsum(itertools.chain.from_iterable(part.tolist() for part in terms))
+
+
+def _fit(hours, values) -> tuple[float, float, float]:
+    """The slope and intercept of statistics.linear_regression(hours, values) and statistics.correlation of them,
+    as Python 3.10 and 3.11 compute them (each product rounded to a float, then fsum): the same floats, taken over
+    numpy arrays a slice at a time, where the statistics module made a Python float (and a generator step) of
+    each of a long run's millions of checkpoints, several times over."""
+    n = len(values)
+    cuts = range(0, n, FIT_STEP)
+    xbar = _fsum(hours[at : at + FIT_STEP] for at in cuts) / n
+    ybar = _fsum(values[at : at + FIT_STEP] for at in cuts) / n
+
+    def products(a, a_bar, b, b_bar):
+        return ((a[at : at + FIT_STEP] - a_bar) * (b[at : at + FIT_STEP] - b_bar) for at in cuts)
+
+    sxy = _fsum(products(hours, xbar, values, ybar))
+    sxx = _fsum(products(hours, xbar, hours, xbar))
+    syy = _fsum(products(values, ybar, values, ybar))
+    if not sxx:
+        raise statistics.StatisticsError("x is constant")
+    slope = sxy / sxx
+    spread = math.sqrt(sxx * syy)
+    if not spread:
+        raise statistics.StatisticsError("at least one of the inputs is constant")
+    return slope, ybar - slope * xbar, sxy / spread
+
+
+def _varies(values) -> bool:
+    """More than one distinct value (as len(set(values)) >= 2): a numpy array's."""
+    return bool((values != values[0]).any())
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -630,25 +643,29 @@ def _nearest_rank(ordered, share: float) -> float:
 
 
 def _trend(completed: list[Point], timeout: Limit | None) -> CheckpointTrend | None:
+    import numpy as np
+
     timed = [(p.time, p.duration_ms) for p in completed if p.time and p.duration_ms is not None]
     if len(timed) < TREND_MIN_POINTS:
         return None
     start = timed[0][0]
     hours = [(t - start).total_seconds() / 3600 for t, _ in timed]
-    return _trend_of(hours, [float(v) for _, v in timed], timeout)
+    return _trend_of(np.array(hours, np.float64), np.array([float(v) for _, v in timed], np.float64), timeout)
 
 
-def _trend_of(hours: Sequence[float], values: Sequence[float], timeout: Limit | None) -> CheckpointTrend | None:
-    """The trend of completed durations (`values`) over `hours` since the first, in time order."""
+def _trend_of(hours, values, timeout: Limit | None) -> CheckpointTrend | None:
+    """The trend of completed durations (`values`) over `hours` since the first, in time order (numpy float64
+    arrays)."""
     if len(values) < TREND_MIN_POINTS:
         return None
     timed = values
-    if hours[-1] - hours[0] < TREND_MIN_SPAN_H or not _varies(values) or not _varies(hours):
+    last = float(hours[-1])
+    if last - float(hours[0]) < TREND_MIN_SPAN_H or not _varies(values) or not _varies(hours):
         return None
-    slope, intercept = statistics.linear_regression(hours, values)
-    if statistics.correlation(hours, values) < TREND_MIN_R or slope <= 0:
+    slope, intercept, r = _fit(hours, values)
+    if r < TREND_MIN_R or slope <= 0:
         return CheckpointTrend(round(slope, 1), len(timed), None)
-    now = intercept + slope * hours[-1]
+    now = intercept + slope * last
     to_timeout = (timeout.ms - now) / slope if timeout and timeout.ms > now else None
     return CheckpointTrend(round(slope, 1), len(timed), round(to_timeout, 2) if to_timeout is not None else None)
 

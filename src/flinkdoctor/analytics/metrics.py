@@ -18,7 +18,7 @@ from ..errors import RuleError
 from ..knowledge.regexes import checked
 from ..knowledge.rulebook import Signature, required_literals
 from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
-from ..scan.events import block_offsets, file_line
+from ..scan.events import EventsResult, block_offsets, file_line
 from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"
@@ -99,12 +99,18 @@ FEW = 20_000  # up to this many measured lines go to the driver whole; more are 
 
 
 def extract(
-    events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest, measured: int | None = None
+    events,
+    metrics: tuple[Metric, ...],
+    blocks: dict,
+    manifest: Manifest,
+    measured: int | None = None,
+    stored: EventsResult | None = None,
 ) -> Measured:
     """The measured lines the analytics read: the scan tasks measured every line (matcher.py). When they counted
     more than FEW (`measured`), Spark keeps what `_reduced` says of each kind, so the driver holds one line per
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
-    cost of a first aggregation in a fresh JVM)."""
+    cost of a first aggregation in a fresh JVM). `stored`, the events table as the scan wrote it (its raw times):
+    a line's time is then parsed only for the lines whose time is read."""
 
     import pyarrow as pa
 
@@ -114,7 +120,8 @@ def extract(
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        table, many, texts = _through_parquet(_reduced(events, metrics), events, metrics, blocks, manifest)
+        frame = _reduced(events, metrics, stored)
+        table, many, texts = _through_parquet(frame, events, metrics, blocks, manifest)
         at = table.schema.get_field_index("line")  # the few other rows' lines, read back from the file
         table = table.drop_columns(["line"]).add_column(at, "line", pa.array(texts.read(table.column("line"))))
     offsets = block_offsets(blocks)
@@ -171,7 +178,9 @@ class Measured(list):
 
 
 COLUMNAR = ("checkpoint-trigger", "checkpoint-completed")  # the kinds a long run has millions of
-WRITTEN = COLUMNAR  # the kinds _reduced writes unreduced (none: Spark reduces all, the driver finds nothing more)
+# the kinds _reduced writes unreduced, for the driver to reduce (None: every kind, and Spark runs no aggregate;
+# (): Spark reduces all, the driver finds nothing more)
+WRITTEN: tuple[str, ...] | None = None
 
 
 CAPTURED = ("job", "checkpoint", "epoch_ms", "duration_ms", "bytes")  # the triggers' and completions' captures
@@ -189,7 +198,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
     bulk = pc.is_in(kinds, pa.array(COLUMNAR))
     grouped = "bundle" in table.schema.names  # (the file's rows are not reduced yet: the keys go along)
-    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED] + ["bundle"] * grouped)
+    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED])  # (bundle: _reduce_rest)
     rows = table.filter(bulk)
     kinds = kinds.filter(bulk)
 
@@ -328,7 +337,48 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
         empty = schema.empty_table().select(columns)
         rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
     give_back()
-    return pa.concat_tables(rests), many.columns()
+    rest = pa.concat_tables(rests)
+    return (_reduce_rest(rest, metrics) if "bundle" in rest.schema.names else rest), many.columns()
+
+
+def _reduce_rest(table, metrics: tuple[Metric, ...]):
+    """The rows of kinds other than the triggers and completions, one per group of `_reduced`, the one its
+    aggregate keeps (`min_by` of the same order; no two rows tie: each is a line of its own), in the order read,
+    without the `bundle` column. Spark wrote them unreduced: they are few (start-up lines, failures), and an
+    aggregate over them alone made Spark read every measured event a second time."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return table.drop_columns(["bundle"])
+    kinds = [m.measures for m in metrics]
+    time = table.column("time")
+    micros = pc.cast(pc.cast(time, pa.timestamp("us", time.type.tz), safe=False), pa.int64()).to_pylist()
+    columns = ("bundle", "metric", "captures", "job", "sid", "block", "first_rel", "idx")
+    rows = zip(*(table.column(name).to_pylist() for name in columns), micros, strict=True)
+    best: dict[tuple, tuple] = {}
+    for at, (bundle, metric, captures, job, sid, block, first_rel, idx, micro) in enumerate(rows):
+        kind, captured = kinds[metric], dict(captures or ())
+        if kind in CHECKPOINT_KINDS or kind in ("checkpoint-trigger", "storage-close"):
+            owner = captured.get("job")
+            owner = owner if owner is not None else job if job is not None else ""
+            group: tuple = (bundle, kind, owner, captured.get("checkpoint"))
+            first = int(captured.get("duration_ms") is None) if kind != "checkpoint-trigger" else 0
+        elif kind == "config-property":
+            value = captured.get("value")
+            group = (bundle, kind, captured.get("key") or "", (value or "").strip(" "))  # (Spark's trim: spaces)
+            first = micro if micro is not None else -(2**63)
+        else:
+            group, first = (bundle, kind), 0
+        if kind == "checkpoint-trigger":  # (the last line; a trigger is a column, here only if a test says so)
+            order = (first, -sid, -block, -(first_rel + idx))
+        else:
+            order = (first, sid, block, first_rel + idx)
+        have = best.get(group)
+        if have is None or order < have[0]:
+            best[group] = (order, at)
+    kept = sorted(at for _, at in best.values())
+    return table.take(pa.array(kept, pa.int64())).drop_columns(["bundle"])
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
@@ -378,7 +428,7 @@ class Texts:
 CHECKPOINT_KINDS = ("checkpoint-completed", "checkpoint-expired", "checkpoint-declined", "checkpoint-failed")
 
 
-def _reduced(events, metrics: tuple[Metric, ...]):
+def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = None):
     """One measured line per group, the first in the group's order:
 
     - a trigger: one per job and checkpoint, the last line (a later trigger of the same number wins);
@@ -394,8 +444,15 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     in the tasks and after the shuffle (`min_by` over a struct is a sort-based aggregate), to keep each. They are
     written as they are, and the driver reduces them by the same keys and order while it reads them into its
     typed columns (columns.Builder: one sort of numbers).
+
+    A line's time is parsed from its raw text by its layout's pattern, the costliest part of a row; a trigger
+    that stamps its own epoch (every Flink trigger line) needs none. With `stored` the rows are read from the
+    scan's own table and each time parsed after the explode, where it is read (events.table parses every
+    event's before).
     """
     from pyspark.sql import functions as F
+
+    from ..scan.events import _time
 
     kind = F.create_map(*[F.lit(x) for n, m in enumerate(metrics) for x in (n, m.measures)])[F.col("m.metric")]
     captures = F.col("m.captures")
@@ -412,7 +469,8 @@ def _reduced(events, metrics: tuple[Metric, ...]):
     )
     group = F.concat_ws("\0", F.col("bundle").cast("string"), group)  # bundles diagnosed together stay apart
     sid, block, line = F.col("sid").cast("long"), F.col("block").cast("long"), (F.col("first_rel") + F.col("m.idx"))
-    first = F.when(kind == "config-property", F.coalesce(F.unix_micros("time"), F.lit(-(2**63))))
+    line_time = _time(stored.times) if stored is not None else F.col("time")
+    first = F.when(kind == "config-property", F.coalesce(F.unix_micros(line_time), F.lit(-(2**63))))
     first = first.when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), captures["duration_ms"].isNull().cast("long"))
     last = kind == "checkpoint-trigger"  # the last line: file order reversed
     order = F.struct(
@@ -422,12 +480,18 @@ def _reduced(events, metrics: tuple[Metric, ...]):
         F.when(last, -line).otherwise(line).cast("long").alias("k3"),
     )
     trigger, columnar = kind == "checkpoint-trigger", kind.isin(*COLUMNAR)
+    number = captures["checkpoint"]
+    stamped = (  # a trigger whose own epoch is its time (columns.Builder: `at`), its number as Flink writes it
+        trigger
+        & F.coalesce(captures["epoch_ms"].try_cast("long") != 0, F.lit(False))
+        & F.coalesce(number == number.try_cast("long").cast("string"), F.lit(False))
+    )
     row = F.struct(  # what the driver reads, trimmed before the shuffle: a long run's rows are mostly these
         "sid",
         "bundle",
         "block",
         "first_rel",
-        "time",
+        F.when(~stamped, line_time).alias("time"),
         "host",
         F.col("m.metric").alias("metric"),
         F.col("m.idx").alias("idx"),
@@ -439,17 +503,26 @@ def _reduced(events, metrics: tuple[Metric, ...]):
             for key in CAPTURED
         ],
     )
-    measured, written = _measured(events), kind.isin(*WRITTEN)
+    measured = _measured(events, stored)
+    if WRITTEN is None or {m.measures for m in metrics} <= set(WRITTEN):  # every row written, none reduced here
+        return measured.select(row.alias("r")).select("r.*")
+    written = kind.isin(*WRITTEN)
     rest = measured.where(~F.coalesce(written, F.lit(False)))
     rest = rest.groupBy(group.alias("group")).agg(F.min_by(row, order).alias("r")).select("r.*")
     every = measured.where(written).select(row.alias("r")).select("r.*")  # (reduced by the driver: Builder)
     return rest.unionByName(every)  # (_split_columnar reads the captured columns)
 
 
-def _measured(events):
-    """One row per measured line: where its event is, and the measure as `m`."""
+def _measured(events, stored: EventsResult | None = None):
+    """One row per measured line: where its event is, and the measure as `m`; its time, or with `stored` (the
+    scan's own table) the raw time `ts`, parsed later for the rows that read it."""
     from pyspark.sql import functions as F
 
+    from ..scan.scanner import STORED_SCHEMA
+
+    when = "time"
+    if stored is not None:
+        events, when = events.sparkSession.read.schema(STORED_SCHEMA).parquet(stored.path), "ts"
     return events.where(F.size("measures") > 0).select(
-        "sid", "bundle", "block", "first_rel", "time", "host", F.explode("measures").alias("m")
+        "sid", "bundle", "block", "first_rel", when, "host", F.explode("measures").alias("m")
     )
