@@ -221,3 +221,38 @@ def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, cha
         changed.write_bytes(data[half : half + 100])
     with pytest.raises(InputChanged, match=re.escape(str(changed))):
         list(scan_parts(task, matcher.prefilter, matcher))
+
+
+def test_a_file_named_in_bytes_that_are_not_utf8_is_scanned_as_any_other(tmp_path, matcher):
+    """A log whose name is not UTF-8 (a Latin-1 host wrote it) cannot be opened by name through pyarrow or the
+    JVM: it is read through a link named by flinkdoctor; a name in UTF-8, any script, is read in place. Each keeps
+    what the same bytes keep under a plain name, alone and joined."""
+    import os
+
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.scanner import _joinable, scan_part, scan_parts
+    from flinkdoctor.sources.ingest import ingest
+
+    data = _logs()["gc-pause-1.20.3/flink-root-taskexecutor-0-vm.log"]
+    names = {
+        "plain": b"taskmanager.log",
+        "latin-1": "taskmanager-é.log".encode("latin-1"),
+        "utf-8": "taskmanager-日志.log".encode(),
+    }
+    kept = {}
+    for case, name in names.items():
+        folder = tmp_path / case
+        folder.mkdir()
+        with open(os.path.join(os.fsencode(folder), name), "wb") as handle:
+            handle.write(data)
+        manifest = ingest([folder], tmp_path / f"in-{case}")
+        (source,) = manifest.text_sources
+        assert source.in_place == (case != "latin-1")
+        str(source.staged).encode("utf-8")  # a name every file system takes
+        (task,) = plan(manifest.text_sources, SPLIT_BYTES, {source.id: 0})
+        alone = _rows(out for part in task for out in scan_part(part, matcher.prefilter, matcher))
+        joined = _rows(out for group in _joinable(task) for out in scan_parts(group, matcher.prefilter, matcher))
+        assert joined == alone
+        kept[case] = alone
+    assert kept["latin-1"] == kept["plain"] == kept["utf-8"]
+    assert len(kept["plain"][0]) > 10  # the rows compared are many

@@ -130,7 +130,11 @@ def stage(
             if own:
                 path.rename(dest)
                 return Staged(dest, "utf-8", head, size=size)
-            return Staged(Path(os.path.abspath(path)), "utf-8", head, size=size, in_place=True)
+            where = os.path.abspath(path)
+            if _nameable(where):
+                return Staged(Path(where), "utf-8", head, size=size, in_place=True)
+            dest.symlink_to(path.resolve())  # a name the file systems cannot take: read through a link of ours
+            return Staged(dest, "utf-8", head, size=size)
     reader = _Reader(path, compressed)
     chunks: Iterable[bytes] = reader.chunks()
     if encoding is not None:
@@ -277,6 +281,16 @@ class _Writer:
 
     def close(self) -> None:
         self.out.close()
+
+
+def _nameable(path: str) -> bool:
+    """Whether the scan can open `path` by name: a file name of bytes that are not UTF-8 (a surrogate in Python's
+    str) is refused by pyarrow's file systems and by the JVM, so such an input is read through a link named by us."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def restage(staged: Staged, plan: Plan, dest: Path) -> tuple[Staged, LineMap]:
