@@ -225,8 +225,9 @@ def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, cha
 
 def test_a_file_named_in_bytes_that_are_not_utf8_is_scanned_as_any_other(tmp_path, matcher):
     """A log whose name is not UTF-8 (a Latin-1 host wrote it) cannot be opened by name through pyarrow or the
-    JVM: it is read through a link named by flinkdoctor; a name in UTF-8, any script, is read in place. Each keeps
-    what the same bytes keep under a plain name, alone and joined."""
+    JVM: it is read through a link named by flinkdoctor, and shown with its odd bytes as \\xNN (every output stays
+    UTF-8); a name in UTF-8, any script, is read in place. Each keeps what the same bytes keep under a plain name,
+    alone and joined."""
     import os
 
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
@@ -249,6 +250,10 @@ def test_a_file_named_in_bytes_that_are_not_utf8_is_scanned_as_any_other(tmp_pat
         (source,) = manifest.text_sources
         assert source.in_place == (case != "latin-1")
         str(source.staged).encode("utf-8")  # a name every file system takes
+        assert (
+            source.path
+            == {"plain": "taskmanager.log", "latin-1": "taskmanager-\\xe9.log", "utf-8": "taskmanager-日志.log"}[case]
+        )
         (task,) = plan(manifest.text_sources, SPLIT_BYTES, {source.id: 0})
         alone = _rows(out for part in task for out in scan_part(part, matcher.prefilter, matcher))
         joined = _rows(out for group in _joinable(task) for out in scan_parts(group, matcher.prefilter, matcher))

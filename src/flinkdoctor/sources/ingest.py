@@ -109,7 +109,7 @@ class _Walker:
         self.families: dict[tuple[str, str], str] = {}
 
     def skip(self, display: str, reason: str) -> None:
-        self.skipped.append({"path": display, "reason": reason})
+        self.skipped.append({"path": shown(display), "reason": reason})
 
     def add_input(self, path: Path, display: str) -> None:
         if path.is_symlink() and not path.exists():
@@ -121,7 +121,7 @@ class _Walker:
                 self.skip(display or path.name, f"cannot list the folder: {err.strerror or err}")
                 return
             for child in children:
-                rel = child.relative_to(path).as_posix()
+                rel = shown(child.relative_to(path).as_posix())
                 rel = f"{display}/{rel}" if display else rel
                 if child.is_file():
                     self.add_file(child, rel)
@@ -138,7 +138,7 @@ class _Walker:
             if is_archive(path.name):
                 self.add_archive(path, display)
                 return
-            display = display or path.name
+            display = display or shown(path.name)
             head, compressed = _head(path)
         except (OSError, EOFError, zlib.error) as err:
             if is_disk_full(err):
@@ -295,6 +295,15 @@ class _Walker:
         )
 
 
+def shown(name: str) -> str:
+    """A file's path as every output shows it: the bytes of a name that are not UTF-8 (a Latin-1 host's, read by
+    Python as surrogates) written as \\xNN, so that reports stay valid UTF-8 text and no raw byte reaches a terminal."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file system gave (an archive member's own name)
+        return name.encode("utf-8", "replace").decode("utf-8")
+
+
 def _family(display: str) -> tuple[str, str]:
     """The rolled family of a file: its folder and its name without a roll number (`jobmanager.log.3` and
     `jobmanager.log` are one family)."""
@@ -331,7 +340,7 @@ def ingest(
     for path in inputs:
         # one input: paths relative to it (an archive's member paths); several: each under its own name
         single_container = len(inputs) == 1 and (path.is_dir() or is_archive(path.name))
-        walker.add_input(path, "" if single_container else path.name)
+        walker.add_input(path, "" if single_container else shown(path.name))
     if not any(not s.binary for s in walker.sources):
         reasons = "; ".join(f"{s['path'] or '.'}: {s['reason']}" for s in walker.skipped[:5])
         raise InputError(f"{', '.join(map(str, paths))}: nothing to read" + (f" ({reasons})" if reasons else ""))
