@@ -29,6 +29,7 @@ from ..knowledge.validation import schema
 from ..safety.masking import mask
 from ..scan.events import WARN_LEVELS, Blocks, block_offsets
 from ..sources.ingest import Manifest
+from .findings import keys_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row
@@ -139,7 +140,7 @@ def with_file_lines(events: DataFrame, blocks: Blocks, manifest: Manifest) -> Da
         for (sid, block), offset in block_offsets(blocks).items()
         if sid in sources
     ]
-    table = spark.createDataFrame(rows, "sid int, block long, fixed_line long, base long")
+    table = keys_frame(spark, rows, "sid int, block long, fixed_line long, base long")
     joined = events.join(F.broadcast(table), ["sid", "block"], "left")
     line = F.coalesce(F.col("fixed_line"), F.coalesce(F.col("base"), F.lit(0)) + F.col("first_rel"))
     return joined.withColumn("line", line.cast("long")).drop("fixed_line", "base")
@@ -167,7 +168,7 @@ def collect_templates(
     warn = with_file_lines(events.where(F.col("level").isin(*WARN_LEVELS)), blocks, manifest)
     explained = sorted(set(explained))
     if explained:
-        known = spark.createDataFrame(explained, "sid int, line long")
+        known = keys_frame(spark, explained, "sid int, line long")
         warn = warn.join(F.broadcast(known), ["sid", "line"], "left_anti")
     severity = F.expr("CASE level " + " ".join(f"WHEN '{lv}' THEN {n}" for lv, n in SEVERITY.items()) + " ELSE -1 END")
     evidence = F.struct(
