@@ -85,10 +85,7 @@ def match_events(events: DataFrame, detail: bool = True) -> DataFrame:
     keys: list[Column | str] = ["sid", "bundle", "block", "first_rel", "time", F.col("m.rule").alias("rule")]
     if not detail:
         return found.select(*keys)
-    entities = []
-    for name, (pattern, words) in ENTITIES.items():
-        held = reduce(operator.or_, [F.col("text").contains(word) for word in words])
-        entities.append(F.when(held, F.nullif(F.regexp_extract("text", pattern, 1), F.lit(""))).alias(name))
+    entities = _entities()
     return found.select(
         *keys,
         "host",
@@ -100,6 +97,22 @@ def match_events(events: DataFrame, detail: bool = True) -> DataFrame:
         (F.col("last_rel") - F.col("first_rel") + 1).alias("event_lines"),
         _event_text().alias("event_text"),
     )
+
+
+def _entities() -> list[Column]:
+    """The ENTITIES of an event, from its text: null where it holds none."""
+    from pyspark.sql import functions as F
+
+    entities = []
+    for name, (pattern, words) in ENTITIES.items():
+        held = reduce(operator.or_, [F.col("text").contains(word) for word in words])
+        entities.append(F.when(held, F.nullif(F.regexp_extract("text", pattern, 1), F.lit(""))).alias(name))
+    return entities
+
+
+def match_events_entities(events: DataFrame) -> DataFrame:
+    """The events with their ENTITIES as columns."""
+    return events.select("*", *_entities())
 
 
 Counts = dict[tuple[int, str], int]  # (bundle, rule) -> the rule's exact count in that bundle
@@ -287,21 +300,98 @@ def collect_evidence(
     events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
 ) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
     """collect_findings and collect_catalogue_hits together: when both choose instances by aggregation, the events
-    they chose are read from the table once (their whole text is most of what a read of the table costs), kept
-    for the two details, and released."""
+    they chose are read from the table once, in one job, each event once with its matches and hits (its text, most
+    of what the read costs, once for all the rules and entries that chose it), then split into the two details."""
     if matched <= FEW or catalogued <= FEW:
         findings, counts = collect_findings(events, blocks, manifest, matched)
         return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
     rows, both = earliest_and_latest(_rules_and_entries(events), ["bundle", "kind", "name"])
     rule_rows, groups = _of_kind(rows, both, "rule")
     entry_rows, entry_groups = _of_kind(rows, both, "entry")
-    chosen = chosen_events_of(events, rows).cache()
-    try:
-        findings = detail_findings(events, blocks, manifest, rule_rows, chosen)
-        hits = _catalogue_hits(events, blocks, manifest, entry_rows, entry_groups, chosen)
-    finally:
-        chosen.unpersist()
-    return findings, {(g["bundle"], g["rule"]): g["cnt"] for g in groups}, hits
+    matches, hits = _chosen_in_detail(events, rows, rule_rows, entry_rows)
+    counts = {(group["bundle"], group["entry"]): group["cnt"] for group in entry_groups}
+    return (
+        _findings(matches, blocks, manifest),
+        {(g["bundle"], g["rule"]): g["cnt"] for g in groups},
+        _hits_of(hits, counts, blocks, manifest),
+    )
+
+
+def _chosen_in_detail(
+    events: DataFrame, rows: list[Keys], rule_rows: list[Keys], entry_rows: list[Keys]
+) -> tuple[list[Row], list[Row]]:
+    """The chosen matches and hits in detail, as match_events(detail=True) and catalogue_events(detail=True) give
+    them (a row per chosen (event, rule) match, per chosen (event, entry) hit, in the table's order), from one read
+    of the chosen events: per event its detail (entities, event text) once, and each match's and hit's line."""
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+
+    def line(item: Column) -> Column:
+        return F.substring(F.element_at(F.split("text", "\n"), item["idx"] + 1), 1, 600)
+
+    entities = [F.col(name) for name in ENTITIES]
+    detailed = (
+        match_events_entities(chosen_events_of(events, rows))
+        .select(
+            "sid",
+            "bundle",
+            "block",
+            "first_rel",
+            "time",
+            "host",
+            "level",
+            *entities,
+            (F.col("last_rel") - F.col("first_rel") + 1).alias("event_lines"),
+            _event_text().alias("event_text"),
+            F.transform(
+                "matches",
+                lambda m: F.struct(
+                    m["rule"].alias("rule"),
+                    m["captures"].alias("captures"),
+                    m["idx"].alias("idx"),
+                    line(m).alias("line_text"),
+                ),
+            ).alias("matches"),
+            F.transform(
+                "entries",
+                lambda e: F.struct(e["entry"].alias("entry"), e["idx"].alias("idx"), line(e).alias("line_text")),
+            ).alias("entries"),
+        )
+        .collect()
+    )
+    rules = {(r["sid"], r["block"], r["first_rel"], r["rule"]) for r in rule_rows}
+    entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
+    matches, hits = [], []
+    for event in detailed:
+        key = (event.sid, event.block, event.first_rel)
+        common = {
+            "sid": event.sid,
+            "bundle": event.bundle,
+            "block": event.block,
+            "first_rel": event.first_rel,
+            "time": event.time,
+            "host": event.host,
+            "level": event.level,
+            "event_lines": event.event_lines,
+            "event_text": event.event_text,
+        }
+        for match in event.matches or ():
+            if (*key, match.rule) in rules:
+                found = {name: event[name] for name in ENTITIES}
+                matches.append(
+                    Row(
+                        **common,
+                        **found,
+                        rule=match.rule,
+                        captures=match.captures,
+                        idx=match.idx,
+                        line_text=match.line_text,
+                    )
+                )
+        for entry in event.entries or ():
+            if (*key, entry.entry) in entries:
+                hits.append(Row(**common, entry=entry.entry, idx=entry.idx, line_text=entry.line_text))
+    return matches, hits
 
 
 def _findings(detailed: list[Row], blocks: Blocks, manifest: Manifest) -> list[Finding]:

@@ -1,0 +1,144 @@
+"""How the findings lap chooses each rule's and catalogue entry's evidence (diagnosis/findings.earliest_and_latest):
+each task keeps its matches' KEEP_PER_RULE earliest and latest per group over Arrow (`_choose`), the driver
+chooses among those. It must choose exactly what one aggregation over every match chose before: the same counts
+and the same instances, ties between events of the same time broken by place the same way."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conftest import DATA
+
+ORDER_KEYS = ("sid", "block", "first_rel")
+
+
+def _reference(rows: list[dict], by: tuple[str, ...], keep: int) -> tuple[dict, dict]:
+    """Every row sorted in the documented order (time known, time, source, range, line), then per group its count
+    and the keys of its first and last `keep`: what the choice must give, written the plain way."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in sorted(rows, key=lambda r: (r["at"] is not None, r["at"] or 0, *(r[k] for k in ORDER_KEYS))):
+        groups.setdefault(tuple(row[k] for k in by), []).append(row)
+    counts = {group: len(members) for group, members in groups.items()}
+    chosen = {
+        group: {tuple(r[k] for k in ORDER_KEYS) for r in members[:keep] + members[-keep:]}
+        for group, members in groups.items()
+    }
+    return counts, chosen
+
+
+def _of(table, by: tuple[str, ...]) -> tuple[dict, dict]:
+    counts: dict[tuple, int] = {}
+    chosen: dict[tuple, set] = {}
+    for row in table.to_pylist():
+        group = tuple(row[k] for k in by)
+        counts[group] = counts.get(group, 0) + row["cnt"]
+        chosen.setdefault(group, set()).add(tuple(row[k] for k in ORDER_KEYS))
+    return counts, chosen
+
+
+@pytest.mark.parametrize("keep", [1, 2, 5])
+def test_choice_over_parts_is_the_choice_over_every_match(keep):
+    """Keys with many ties (a few distinct times, unknown times, the same time in several sources and ranges),
+    several bundles and groups of every size: chosen in parts then merged, or all at once, each group gets the
+    count and the first and last `keep` of the plain sort."""
+    import pyarrow as pa
+
+    from flinkdoctor.diagnosis.findings import _choose
+
+    draw = random.Random(keep)
+    rows = [
+        {
+            "bundle": draw.choice([0, 1, 2]),
+            "rule": draw.choice(["checkpoint-expired", "job-restarting", "task-failed"][: draw.randint(1, 3)]),
+            "sid": draw.randint(0, 3),
+            "block": draw.choice([0, 134217728]),
+            "first_rel": draw.randint(0, 40),
+            "at": draw.choice([None, 1_700_000_000_000_000, 1_700_000_000_001_000, 1_700_000_000_001_000]),
+            "cnt": 1,
+        }
+        for _ in range(3000)
+    ]
+    by = ("bundle", "rule")
+    schema = pa.schema(
+        [("bundle", pa.int32()), ("rule", pa.string()), ("sid", pa.int32()), ("block", pa.int64())]
+        + [("first_rel", pa.int64()), ("at", pa.int64()), ("cnt", pa.int64())]
+    )
+    expected = _reference(rows, by, keep)
+    assert max(expected[0].values()) > 2 * keep  # groups larger than what is kept of them
+    whole = _choose(pa.Table.from_pylist(rows, schema), by, keep)
+    parts = [_choose(pa.Table.from_pylist(rows[i::3], schema), by, keep) for i in range(3)]
+    merged = _choose(pa.concat_tables(parts), by, keep)
+    assert _of(whole, by) == expected
+    assert _of(merged, by) == expected
+    assert merged.num_rows == sum(min(n, 2 * keep) for n in expected[0].values())  # a row once, even when both
+
+
+def test_no_match_chooses_nothing():
+    import pyarrow as pa
+
+    from flinkdoctor.diagnosis.findings import _choose
+
+    empty = pa.table({"rule": pa.array([], pa.string()), "sid": pa.array([], pa.int32()), "cnt": pa.array([], pa.int64())})
+    assert _choose(empty, ("rule",), 3).num_rows == 0
+
+
+BUNDLES = [
+    DATA / "lab" / "1.20.3" / "network-buffers.tar.gz",
+    DATA / "lab" / "2.1.1" / "heap-oom.tar.gz",
+    DATA / "lab" / "1.20.3" / "checkpoint-timeout.tar.gz",
+    DATA / "incidents" / "d01" / "bundle",
+    DATA / "seeds" / "003",
+]
+
+
+def _aggregated(found, by: list[str], keep: int) -> tuple[dict, dict]:
+    """The choice as main made it before (one Spark aggregation: min_by/max_by with `keep` per group), the
+    reference the new choice must equal."""
+    from pyspark.sql import functions as F
+
+    key = F.struct("sid", "block", "first_rel")
+    order = F.struct(F.col("time").isNotNull(), "time", "sid", "block", "first_rel")
+    groups = found.groupBy(*by).agg(
+        F.count(F.lit(1)).alias("cnt"), F.min_by(key, order, keep).alias("e"), F.max_by(key, order, keep).alias("l")
+    )
+    counts, chosen = {}, {}
+    for g in groups.collect():
+        group = tuple(g[name] for name in by)
+        counts[group] = g.cnt
+        chosen[group] = {(k.sid, k.block, k.first_rel) for k in [*g.e, *g.l]}
+    return counts, chosen
+
+
+def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_path, monkeypatch):
+    """Real recordings (two lab versions, an incident, a seed) scanned together as a fleet is: per bundle, rule
+    and catalogue entry, the counts and chosen instances equal the one-aggregation choice, for a few kept and
+    for the product's KEEP_PER_RULE; the recordings hold ties (matches of one group at one time)."""
+    from pyspark.sql import functions as F
+
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.diagnosis import findings as fd
+    from flinkdoctor.pipeline import combine
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    manifests = [ingest([b], tmp_path / f"b{i}") for i, b in enumerate(BUNDLES)]
+    combined, _, bundle_of = combine(manifests)
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
+    events = build_events(spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
+    found = fd._rules_and_entries(events.table(spark))
+    by = ["bundle", "kind", "name"]
+    tied = found.groupBy(*by, "time").count().where("count > 1 AND time IS NOT NULL").count()
+    assert tied > 0
+    assert {row.bundle for row in found.select("bundle").distinct().collect()} == set(range(len(BUNDLES)))
+    for keep in (1, 3, fd.KEEP_PER_RULE):
+        monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
+        rows, groups = fd.earliest_and_latest(found, by)
+        chosen: dict[tuple, set] = {}
+        for row in rows:
+            chosen.setdefault(tuple(row[k] for k in by), set()).add((row["sid"], row["block"], row["first_rel"]))
+        counts = {tuple(g[k] for k in by): g["cnt"] for g in groups}
+        assert (counts, chosen) == _aggregated(found, by, keep), keep
+    assert found.where(F.col("kind") == "entry").count() > 0 and sum(counts.values()) == found.count()
