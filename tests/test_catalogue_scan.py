@@ -127,8 +127,8 @@ def test_bundles_diagnosed_together_get_each_the_hits_it_gets_alone(spark, rules
 
 def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_path, monkeypatch):
     """Both chosen by aggregation (FEW 0, KEEP_PER_RULE 2: few instances of many): the findings and the hits of
-    collect_evidence are those of collect_findings and collect_catalogue_hits, and the events they chose are read
-    from the table once for the two, not once each."""
+    collect_evidence are those of collect_findings and collect_catalogue_hits, every field, and the events they
+    chose are read from the table once for the two, not once each."""
     from flinkdoctor.analytics import load_metrics
     from flinkdoctor.diagnosis import findings as fd
     from flinkdoctor.scan.events import build_events
@@ -147,10 +147,22 @@ def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_pat
 
     def shown(findings, counts, hits):
         return (
-            sorted((f.rule, f.sid, f.line, f.time, f.text, f.job_id, f.event_text) for f in findings),
+            sorted(
+                (f.rule, f.sid, f.line, f.time, f.text, f.job_id, f.event_text, f.host, f.level, f.event_line)
+                + (f.event_lines, sorted(f.captures.items()), f.checkpoint_id, f.container_id, f.hdfs_path)
+                for f in findings
+            ),
             counts,
             [
-                (h.bundle, h.entry, h.count, [(i.sid, i.line, i.time, i.text, i.event_text) for i in h.instances])
+                (
+                    h.bundle,
+                    h.entry,
+                    h.count,
+                    [
+                        (i.sid, i.line, i.time, i.text, i.event_text, i.host, i.level, i.event_lines)
+                        for i in h.instances
+                    ],
+                )
                 for h in hits
             ],
         )

@@ -80,7 +80,9 @@ def test_no_match_chooses_nothing():
 
     from flinkdoctor.diagnosis.findings import _choose
 
-    empty = pa.table({"rule": pa.array([], pa.string()), "sid": pa.array([], pa.int32()), "cnt": pa.array([], pa.int64())})
+    empty = pa.table(
+        {"rule": pa.array([], pa.string()), "sid": pa.array([], pa.int32()), "cnt": pa.array([], pa.int64())}
+    )
     assert _choose(empty, ("rule",), 3).num_rows == 0
 
 
