@@ -216,11 +216,8 @@ def _choose(table: pa.Table, by: tuple[str, ...], keep: int) -> pa.Table:
     return out.set_column(out.schema.get_field_index("cnt"), "cnt", pa.array(cnt, out.schema.field("cnt").type))
 
 
-def detail_findings(
-    events: DataFrame, blocks: Blocks, manifest: Manifest, rows: list[Keys], chosen_events: DataFrame | None = None
-) -> list[Finding]:
-    """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order.
-    `chosen_events`: the events they are in, already read (chosen_events_of), else read here."""
+def detail_findings(events: DataFrame, blocks: Blocks, manifest: Manifest, rows: list[Keys]) -> list[Finding]:
+    """The chosen matches (rows with sid, block, first_rel, rule) in detail, as findings in time order."""
     from pyspark.sql import functions as F
 
     keys = ["sid", "block", "first_rel", "rule"]
@@ -231,9 +228,7 @@ def detail_findings(
         [tuple(row[k] for k in keys) for row in rows],
         "sid int, block long, first_rel long, rule string",
     )
-    if chosen_events is None:
-        chosen_events = chosen_events_of(events, rows)
-    detailed = match_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
+    detailed = match_events(chosen_events_of(events, rows)).join(F.broadcast(chosen), keys, "left_semi").collect()
     return _findings(detailed, blocks, manifest)
 
 
@@ -545,10 +540,8 @@ def _catalogue_hits(
     manifest: Manifest,
     rows: list[Keys],
     groups: list[Keys],
-    chosen_events: DataFrame | None = None,
 ) -> list[CatalogueHit]:
-    """The hits of the chosen instances (earliest_and_latest's rows and groups) in detail. `chosen_events`: the
-    events they are in, already read, else read here."""
+    """The hits of the chosen instances (earliest_and_latest's rows and groups) in detail."""
     from pyspark.sql import functions as F
 
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
@@ -560,9 +553,7 @@ def _catalogue_hits(
         [tuple(row[k] for k in keys) for row in rows],
         "sid int, block long, first_rel long, entry string",
     )
-    if chosen_events is None:
-        chosen_events = chosen_events_of(events, rows)
-    detailed = catalogue_events(chosen_events).join(F.broadcast(chosen), keys, "left_semi").collect()
+    detailed = catalogue_events(chosen_events_of(events, rows)).join(F.broadcast(chosen), keys, "left_semi").collect()
     return _hits_of(detailed, counts, blocks, manifest)
 
 
