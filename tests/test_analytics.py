@@ -1109,3 +1109,73 @@ def test_a_long_runs_trend_is_the_statistics_modules_to_the_last_bit(tmp_path):
             assert fitted == wanted
         else:  # 3.12 sums the products exactly (sumprod): the last bit may differ from the 3.11 formula kept
             assert fitted == pytest.approx(wanted, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.unit
+def test_the_driver_reduces_other_kinds_as_it_reads_them(tmp_path, monkeypatch):
+    """Declines (one per task per checkpoint: a day of them is millions of lines) written unreduced are reduced as
+    the file is read, the winners so far carried with the next rows: the rows kept are those one reduction over
+    every row keeps, and the driver never holds more than a batch's lines beside the winners."""
+    import random
+    import types
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    jobs = ("1fdf09bfd9a6f5522794ffa2f96c327e", "4b8e2a3f6c1d9e0a7b5c3d2e1f0a9b8c")
+    rows = [
+        (bundle, job, str(checkpoint), task)
+        for bundle in (0, 1)
+        for job in jobs
+        for checkpoint in range(1, 41)
+        for task in range(12)
+    ]
+    random.Random(7).shuffle(rows)  # the tasks' declines of a checkpoint in any order, interleaved
+    n = len(rows)
+    file = pa.table(
+        {
+            "sid": pa.array([b * 2 + t % 2 for b, _, _, t in rows], pa.int32()),
+            "bundle": pa.array([b for b, _, _, _ in rows], pa.int32()),
+            "block": pa.array([0] * n, pa.int64()),
+            "first_rel": pa.array(range(n), pa.int64()),
+            "time": pa.array([datetime(2026, 3, 1) + timedelta(milliseconds=k) for k in range(n)], pa.timestamp("us")),
+            "host": pa.array([None] * n, pa.string()),
+            "metric": pa.array([number["checkpoint-declined"]] * n, pa.int32()),
+            "idx": pa.array([0] * n, pa.int32()),
+            "line": pa.array([f"row {k}" for k in range(n)], pa.string()),
+            "captures": pa.array(
+                [[("checkpoint", c), ("job", j)] for _, j, c, _ in rows], pa.map_(pa.string(), pa.string())
+            ),
+            "job": pa.array([None] * n, pa.string()),
+            **{f"c_{key}": pa.array([None] * n, pa.string()) for key in m.CAPTURED},
+        }
+    )
+    (tmp_path / "measures").mkdir()
+    pq.write_table(file, tmp_path / "measures" / "part-00000.parquet", row_group_size=500)
+    manifest = types.SimpleNamespace(
+        sources=[
+            types.SimpleNamespace(id=s, host=None, fixed_line=None, line_map=None, line_offset=0) for s in range(4)
+        ]
+    )
+    texts = m.Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
+    whole = m._read_split(texts, known, {}, manifest)[0]
+    reductions, held = [], []
+    reduce = m._reduce_rest
+
+    def counted(table, metrics, **options):
+        held.append(table.num_rows)
+        out = reduce(table, metrics, **options)
+        reductions.append(out.num_rows)
+        return out
+
+    monkeypatch.setattr(m, "BATCH", 97)
+    monkeypatch.setattr(m, "_reduce_rest", counted)
+    rest = m._read_split(texts, known, {}, manifest)[0]
+    assert whole.num_rows == 2 * 2 * 40 == rest.num_rows  # one per bundle, job and checkpoint
+    assert rest.to_pylist() == whole.to_pylist()
+    assert len(reductions) > 10 and max(held) <= max(2 * 97, 2 * max(reductions)) + 97

@@ -325,12 +325,18 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
         for batch in file.iter_batches(batch_size=BATCH * 16, columns=["metric"]):
             counts += np.bincount(batch.column(0).to_numpy(zero_copy_only=False), minlength=len(kinds))
     sizes = [int(sum(n for n, kind in zip(counts, kinds, strict=True) if kind == wanted)) for wanted in COLUMNAR]
-    rests, many, start = [], Builder(*sizes, keyed="bundle" in schema.names), 0
+    keyed = "bundle" in schema.names
+    rests, many, start = [], Builder(*sizes, keyed=keyed), 0
+    held = carried = 0  # rows of other kinds held, of which the groups' winners so far
     for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         start += batch.num_rows
         rest, kept = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
         rests.append(rest)
+        held += rest.num_rows
+        if keyed and held >= max(BATCH, 2 * carried):  # a day of declines: memory holds groups, not lines
+            rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
+            held = carried = rests[0].num_rows
         many.add(kept)
         del batch, kept
     if not rests:  # no rows: the empty table of the file's schema
@@ -338,19 +344,20 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
         rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
     give_back()
     rest = pa.concat_tables(rests)
-    return (_reduce_rest(rest, metrics) if "bundle" in rest.schema.names else rest), many.columns()
+    return (_reduce_rest(rest, metrics) if keyed else rest), many.columns()
 
 
-def _reduce_rest(table, metrics: tuple[Metric, ...]):
+def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
     """The rows of kinds other than the triggers and completions, one per group of `_reduced`, the one its
     aggregate keeps (`min_by` of the same order; no two rows tie: each is a line of its own), in the order read,
-    without the `bundle` column. Spark wrote them unreduced: they are few (start-up lines, failures), and an
-    aggregate over them alone made Spark read every measured event a second time."""
+    without the `bundle` column (`keyed`: with it, to be reduced again with later rows: the winners of the rows
+    read so far and the later rows give the winners of all). Spark wrote them unreduced: an aggregate over them
+    alone made Spark read every measured event a second time; the driver reduces them as it reads them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if not table.num_rows:
-        return table.drop_columns(["bundle"])
+        return table if keyed else table.drop_columns(["bundle"])
     kinds = [m.measures for m in metrics]
     time = table.column("time")
     micros = pc.cast(pc.cast(time, pa.timestamp("us", time.type.tz), safe=False), pa.int64()).to_pylist()
@@ -377,8 +384,8 @@ def _reduce_rest(table, metrics: tuple[Metric, ...]):
         have = best.get(group)
         if have is None or order < have[0]:
             best[group] = (order, at)
-    kept = sorted(at for _, at in best.values())
-    return table.take(pa.array(kept, pa.int64())).drop_columns(["bundle"])
+    kept = table.take(pa.array(sorted(at for _, at in best.values()), pa.int64()))
+    return kept if keyed else kept.drop_columns(["bundle"])
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
