@@ -196,13 +196,14 @@ def test_files_cut_inside_a_character_keep_what_each_alone_keeps(tmp_path, match
     assert rows == alone_rows
 
 
-@pytest.mark.parametrize("change", ["removed", "truncated"])
+@pytest.mark.parametrize("change", ["removed", "truncated", "made a folder"])
 def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, change):
-    """A rolled file removed or cut shorter after ingest (a log rotated under a bundle read in place) stops the
-    joined scan with InputChanged naming the file the user gave, never a count of what was left."""
+    """A rolled file removed, cut shorter or replaced by a folder after ingest (a log rotated under a bundle read
+    in place) stops the scan, joined or alone, with InputChanged naming the file the user gave, never a count of
+    what was left nor a traceback."""
     from flinkdoctor.errors import InputChanged
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
-    from flinkdoctor.scan.scanner import _joinable, scan_parts
+    from flinkdoctor.scan.scanner import _joinable, scan_part, scan_parts
     from flinkdoctor.sources.ingest import ingest
 
     folder = tmp_path / "bundle"
@@ -215,12 +216,16 @@ def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, cha
     (task,) = plan(manifest.text_sources, SPLIT_BYTES, {s.id: 0 for s in manifest.text_sources})
     assert [len(group) for group in _joinable(task)] == [2]
     changed = folder / "jobmanager.log.2"
-    if change == "removed":
-        changed.unlink()
-    else:
+    if change == "truncated":
         changed.write_bytes(data[half : half + 100])
+    else:
+        changed.unlink()
+        if change == "made a folder":
+            changed.mkdir()
     with pytest.raises(InputChanged, match=re.escape(str(changed))):
         list(scan_parts(task, matcher.prefilter, matcher))
+    with pytest.raises(InputChanged, match=re.escape(str(changed))):
+        list(scan_part(task[1], matcher.prefilter, matcher))
 
 
 def test_a_file_named_in_bytes_that_are_not_utf8_is_scanned_as_any_other(tmp_path, matcher):

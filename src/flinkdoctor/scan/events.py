@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ..errors import InputChanged
 from ..sources.ingest import Manifest, Source
 from ..sources.layouts import layout_by_id
+from ..sources.staging import shown_input
 from .catalogue import for_tasks
 from .headers import WARN_WORDS
 from .matcher import Matcher
@@ -83,11 +85,16 @@ def _size_to_read(source: Source) -> int:
     staged = str(source.staged)
     if not source.in_place and not os.path.islink(staged):
         return Path(staged).stat().st_size  # flinkdoctor's own copy, in the work dir
-    shown = os.readlink(staged) if os.path.islink(staged) else staged
+    shown = shown_input(staged)
     try:
-        now = os.stat(staged).st_size
+        found = os.stat(staged)
     except FileNotFoundError as err:
         raise InputChanged(shown, "it is gone") from err
+    except OSError as err:
+        raise InputChanged(shown, f"it cannot be read now: {err}") from err
+    if not stat.S_ISREG(found.st_mode):
+        raise InputChanged(shown, "it is no longer a file")
+    now = found.st_size
     if now < source.size:
         raise InputChanged(shown, f"{source.size:,} bytes when read, {now:,} now")
     return source.size

@@ -1045,8 +1045,8 @@ def _whole(part: Part) -> Blob:
     try:
         with open(part.path, "rb") as handle:
             data = handle.read(part.size)
-    except FileNotFoundError as err:
-        raise _changed(part, None) from err
+    except OSError as err:
+        raise _changed(part, None, err) from err
     if len(data) < part.size:
         raise _changed(part, len(data))
     return data
@@ -1058,20 +1058,23 @@ def _open_unchanged(part: Part) -> pa.NativeFile:
     (a live log) is read as it was."""
     try:
         handle = _open(part.path)
-    except FileNotFoundError as err:
-        raise _changed(part, None) from err
+    except OSError as err:  # (pyarrow's errors are OSErrors)
+        raise _changed(part, None, err) from err
     if (size := handle.size()) < part.size:
         handle.close()
         raise _changed(part, size)
     return handle
 
 
-def _changed(part: Part, size: int | None) -> InputChanged:
-    """The part's file gone (size None) or cut shorter since ingest, named as the user gave it (not its link)."""
-    import os
+def _changed(part: Part, size: int | None, err: OSError | None = None) -> InputChanged:
+    """The part's file cut shorter since ingest (`size`), or gone or unreadable now (`err`: removed, replaced by
+    a folder, its permissions taken), named as the user gave it (not the link to it)."""
+    from ..sources.staging import shown_input
 
-    shown = os.readlink(part.path) if os.path.islink(part.path) else part.path
-    return InputChanged(shown, "it is gone" if size is None else f"{part.size:,} bytes when read, {size:,} now")
+    if size is not None:
+        return InputChanged(shown_input(part.path), f"{part.size:,} bytes when read, {size:,} now")
+    how = "it is gone" if isinstance(err, FileNotFoundError) else f"it cannot be read now: {err}"
+    return InputChanged(shown_input(part.path), how)
 
 
 def _open(path: str) -> pa.NativeFile:

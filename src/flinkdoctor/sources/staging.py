@@ -283,6 +283,12 @@ class _Writer:
         self.out.close()
 
 
+def shown_input(staged: str) -> str:
+    """The input a staged path reads, as an error names it: the file a link points to (ours, or the user's own
+    link read in place), as an absolute path; else the path itself."""
+    return os.path.realpath(staged) if os.path.islink(staged) else staged
+
+
 def _nameable(path: str) -> bool:
     """Whether the scan can open `path` by name: a file name of bytes that are not UTF-8 (a surrogate in Python's
     str) is refused by pyarrow's file systems and by the JVM, so such an input is read through a link named by us."""
