@@ -84,8 +84,8 @@ def console(stderr: bool = False, **options: Any) -> Any:
 
 def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, nl: bool = True) -> None:
     """`view(masked report)` (a function to text: JSON, HTML, Markdown) on stdout, or into the file `to`. The
-    model is masked here, whoever built it; a model masking.scrub returned (build_report's) is known to be
-    masked, and is not passed over a second time."""
+    model is masked here, whoever built it; a model masking.masked_model returned (build_report's), or
+    masked_replace made of one, is known to be masked and is not passed over a second time."""
     text = view(scrub(report))
     if to is not None:
         Path(to).write_text(text, encoding="utf-8")
