@@ -296,13 +296,13 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
     would fill its heap, and read whole would hold every row's strings at once. The `line` column holds each
     row's position instead of its text: the text stays in the file (Texts)."""
 
-    from ..scan.scanner import _filesystem
+    from ..scan.scanner import filesystem_of
 
     first = min(events.inputFiles())
     folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder
     out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
     frame.write.mode("overwrite").option("parquet.block.size", ROW_GROUP_BYTES).parquet(out)
-    filesystem, path = _filesystem(out.removeprefix("file://") if out.startswith("file:///") else out)
+    filesystem, path = filesystem_of(out.removeprefix("file://") if out.startswith("file:///") else out)
     texts = Texts(filesystem, path)
     return (*_read_split(texts, metrics, blocks, manifest), texts)
 
@@ -459,7 +459,7 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
     """
     from pyspark.sql import functions as F
 
-    from ..scan.events import _time
+    from ..scan.events import parsed_time
 
     kind = F.create_map(*[F.lit(x) for n, m in enumerate(metrics) for x in (n, m.measures)])[F.col("m.metric")]
     captures = F.col("m.captures")
@@ -476,7 +476,7 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
     )
     group = F.concat_ws("\0", F.col("bundle").cast("string"), group)  # bundles diagnosed together stay apart
     sid, block, line = F.col("sid").cast("long"), F.col("block").cast("long"), (F.col("first_rel") + F.col("m.idx"))
-    line_time = _time(stored.times) if stored is not None else F.col("time")
+    line_time = parsed_time(stored.times) if stored is not None else F.col("time")
     first = F.when(kind == "config-property", F.coalesce(F.unix_micros(line_time), F.lit(-(2**63))))
     first = first.when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), captures["duration_ms"].isNull().cast("long"))
     last = kind == "checkpoint-trigger"  # the last line: file order reversed

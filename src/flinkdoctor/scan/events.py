@@ -76,7 +76,7 @@ class EventsResult:
         stored = spark.read.schema(STORED_SCHEMA).parquet(self.path)
         columns = [F.col(name) for name in stored.columns if name != "ts"]
         at = stored.columns.index("measures")
-        return stored.select(*columns[:at], _time(self.times).alias("time"), *columns[at:])
+        return stored.select(*columns[:at], parsed_time(self.times).alias("time"), *columns[at:])
 
 
 def _size_to_read(source: Source) -> int:
@@ -255,7 +255,7 @@ def sid_condition(ids: list[int]) -> str | None:
     return " OR ".join(terms)
 
 
-def _time(times: Times) -> Column:
+def parsed_time(times: Times) -> Column:
     """The events' time, parsed from the raw `ts` with each source's layout pattern, in UTC."""
     from pyspark.sql import functions as F
 

@@ -176,7 +176,7 @@ class _EventsFile:
     of tiny row groups."""
 
     def __init__(self, out_dir: str, task: int):
-        self.filesystem, directory = _filesystem(out_dir)
+        self.filesystem, directory = filesystem_of(out_dir)
         self.final = f"{directory}/part-{task:05d}.parquet"
         self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
         self.writer: pq.ParquetWriter | None = None
@@ -1079,11 +1079,11 @@ def _changed(part: Part, size: int | None, err: OSError | None = None) -> InputC
 
 def _open(path: str) -> pa.NativeFile:
     """The file through pyarrow's file systems: a local path, or a URI (hdfs://, s3://) on a cluster."""
-    filesystem, inner = _filesystem(path)
+    filesystem, inner = filesystem_of(path)
     return filesystem.open_input_file(inner)
 
 
-def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+def filesystem_of(path: str) -> tuple[pafs.FileSystem, str]:
     """(pyarrow file system, path in it) for a local path or a URI."""
     from pyarrow import fs
 
