@@ -446,11 +446,13 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
     The checkpoint analytics merge these per checkpoint as they would every line (checkpoints._merge). Every
     group is within one bundle (the events' `bundle`), so bundles diagnosed together never merge.
 
-    Spark reduces all kinds but the triggers and completions (an aggregate over a text key). Those (WRITTEN) a
-    long run has one line of each kind per checkpoint, so Spark's aggregate reduced nothing: it sorted every row,
-    in the tasks and after the shuffle (`min_by` over a struct is a sort-based aggregate), to keep each. They are
-    written as they are, and the driver reduces them by the same keys and order while it reads them into its
-    typed columns (columns.Builder: one sort of numbers).
+    Spark writes every row as it is (WRITTEN None), and the driver reduces them by these keys and order while it
+    reads them: the triggers and completions into its typed columns (columns.Builder: one sort of numbers), the
+    other kinds a batch at a time (_reduce_rest). A long run has one trigger and one completion per checkpoint,
+    so Spark's aggregate reduced nothing there (`min_by` over a struct sorts every row, in the tasks and after
+    the shuffle), and an aggregate over the other kinds alone read every measured event a second time. The
+    aggregate below (WRITTEN a tuple: the kinds written, Spark reducing the others) is the reference the tests
+    hold the driver's reduction to.
 
     A line's time is parsed from its raw text by its layout's pattern, the costliest part of a row; a trigger
     that stamps its own epoch (every Flink trigger line) needs none. With `stored` the rows are read from the
