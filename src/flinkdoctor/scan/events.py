@@ -91,7 +91,7 @@ def _size_to_read(source: Source) -> int:
     except FileNotFoundError as err:
         raise InputChanged(shown, "it is gone") from err
     except OSError as err:
-        raise InputChanged(shown, f"it cannot be read now: {err}") from err
+        raise InputChanged(shown, f"it cannot be read now: {err.strerror or err}") from err
     if not stat.S_ISREG(found.st_mode):
         raise InputChanged(shown, "it is no longer a file")
     now = found.st_size

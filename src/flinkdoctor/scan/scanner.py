@@ -1073,7 +1073,8 @@ def _changed(part: Part, size: int | None, err: OSError | None = None) -> InputC
 
     if size is not None:
         return InputChanged(shown_input(part.path), f"{part.size:,} bytes when read, {size:,} now")
-    how = "it is gone" if isinstance(err, FileNotFoundError) else f"it cannot be read now: {err}"
+    why = err.strerror if err is not None and err.strerror else err  # (its own text repeats the path)
+    how = "it is gone" if isinstance(err, FileNotFoundError) else f"it cannot be read now: {why}"
     return InputChanged(shown_input(part.path), how)
 
 

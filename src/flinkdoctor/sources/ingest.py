@@ -25,7 +25,7 @@ from .classify import COLLECT_LOG_MARKER, HEAD_BYTES, classify, host_from_path, 
 from .layouts import detect_layout, layout_by_id
 from .rest import render, rest_events
 from .shapes import LineMap, is_record, plan, reads_as
-from .staging import restage, stage
+from .staging import restage, shown, stage
 
 DEFAULT_MAX_UNPACKED = 20 * 1024**3
 YEAR_RE = re.compile(rb"\b((?:19|20)\d\d)-\d\d-\d\d[ T]\d\d:\d\d")
@@ -293,15 +293,6 @@ class _Walker:
                 fixed_line=1,
             )
         )
-
-
-def shown(name: str) -> str:
-    """A file's path as every output shows it: the bytes of a name that are not UTF-8 (a Latin-1 host's, read by
-    Python as surrogates) written as \\xNN, so that reports stay valid UTF-8 text and no raw byte reaches a terminal."""
-    try:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a surrogate no file system gave (an archive member's own name)
-        return name.encode("utf-8", "replace").decode("utf-8")
 
 
 def _family(display: str) -> tuple[str, str]:

@@ -285,8 +285,17 @@ class _Writer:
 
 def shown_input(staged: str) -> str:
     """The input a staged path reads, as an error names it: the file a link points to (ours, or the user's own
-    link read in place), as an absolute path; else the path itself."""
-    return os.path.realpath(staged) if os.path.islink(staged) else staged
+    link read in place), as an absolute path; else the path itself; shown as every output shows a name."""
+    return shown(os.path.realpath(staged) if os.path.islink(staged) else staged)
+
+
+def shown(name: str) -> str:
+    """A file's path as every output shows it: the bytes of a name that are not UTF-8 (a Latin-1 host's, read by
+    Python as surrogates) written as \\xNN, so that reports stay valid UTF-8 text and no raw byte reaches a terminal."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file system gave (an archive member's own name)
+        return name.encode("utf-8", "replace").decode("utf-8")
 
 
 def _nameable(path: str) -> bool:
