@@ -312,7 +312,6 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
     the row's position: memory holds one batch's strings and the compact columns kept (columns.Columns), not the
     whole file."""
     import numpy as np
-    import pyarrow as pa
 
     from .columns import Builder, give_back
 
@@ -326,9 +325,63 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
             counts += np.bincount(batch.column(0).to_numpy(zero_copy_only=False), minlength=len(kinds))
     sizes = [int(sum(n for n, kind in zip(counts, kinds, strict=True) if kind == wanted)) for wanted in COLUMNAR]
     keyed = "bundle" in schema.names
-    rests, many, start = [], Builder(*sizes, keyed=keyed), 0
-    held = carried = 0  # rows of other kinds held, of which the groups' winners so far
+    rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed)
+    shared = many.shared() if keyed else {}
+    if shared:  # a checkpoint's lines read twice, a job's numbers counted again: those rows by their keys
+        many.reduce_shared(shared, _shared_rows(texts, columns, at, known, shared))
+    del shared
+    give_back()
+    return rest, many.columns()
+
+
+def _shared_rows(texts: Texts, columns: list[str], at: int, known: tuple, shared: dict) -> dict:
+    """Per side ("t", "c"), the `_split_columnar` table (with the groups' keys) of the triggers or completions
+    at the positions `shared` lists (columns.Builder.shared: positions among the side's rows as read), in that
+    order: the file read again, only those rows split."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    metrics = known[0]
+    kinds = [metric.measures for metric in metrics]
+    side_of = np.array([{COLUMNAR[0]: 0, COLUMNAR[1]: 1}.get(kind, -1) for kind in kinds], dtype=np.int8)
+    wanted = [shared.get("t", np.zeros(0, np.int64)), shared.get("c", np.zeros(0, np.int64))]
+    seen, start, found = [0, 0], 0, []
     for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
+        side = side_of[batch.column("metric").to_numpy(zero_copy_only=False)]
+        chosen = np.zeros(batch.num_rows, dtype=np.bool_)
+        for s in (0, 1):
+            rows = np.flatnonzero(side == s)
+            position = seen[s] + np.arange(len(rows))
+            seen[s] += len(rows)
+            hit = np.searchsorted(wanted[s], position)
+            hit = np.minimum(hit, max(len(wanted[s]) - 1, 0))
+            if len(wanted[s]):
+                chosen[rows[wanted[s][hit] == position]] = True
+        if chosen.any():
+            picked = np.flatnonzero(chosen)
+            table = pa.Table.from_batches([batch]).take(pa.array(picked))
+            found.append(_split_columnar(table.add_column(at, "line", pa.array(start + picked)), *known)[1])
+        start += batch.num_rows
+    every = pa.concat_tables(found)
+    kind = every.column("kind").cast(pa.string())
+    return {side: every.filter(pc.equal(kind, name)) for side, name in (("t", COLUMNAR[0]), ("c", COLUMNAR[1]))}
+
+
+def _read_batches(texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool):
+    """(the rows of other kinds, reduced; `many` with the triggers and completions of every batch added)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .columns import give_back
+
+    metrics = known[0]
+    rests, start = [], 0
+    held = carried = 0  # rows of other kinds held, of which the groups' winners so far
+    pool = pa.default_memory_pool()
+    for n, batch in enumerate(
+        batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)
+    ):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         start += batch.num_rows
         rest, kept = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
@@ -338,13 +391,16 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
             rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
             held = carried = rests[0].num_rows
         many.add(kept)
-        del batch, kept
+        del batch, kept, rest
+        if n % RELEASED == RELEASED - 1:  # (Arrow's allocator keeps decoded batches' pages: they would add up)
+            pool.release_unused()
     if not rests:  # no rows: the empty table of the file's schema
+        schema = texts.files[0].schema_arrow
         empty = schema.empty_table().select(columns)
         rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
     give_back()
     rest = pa.concat_tables(rests)
-    return (_reduce_rest(rest, metrics) if keyed else rest), many.columns()
+    return (_reduce_rest(rest, metrics) if keyed else rest), many
 
 
 def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
@@ -389,6 +445,7 @@ def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
+RELEASED = 4  # batches read between two returns of Arrow's freed pages (a row group's worth)
 ROW_GROUP_BYTES = 8 << 20  # the measures' file's row groups: Texts reads a group's lines to show one of them
 
 
@@ -414,7 +471,9 @@ class Texts:
         """The text of each row (positions as read, any order, an Arrow or numpy array): each row group that
         holds one is read once, its `line` column only, so memory holds one group's lines at a time."""
         import numpy as np
+        import pyarrow as pa
 
+        pool = pa.default_memory_pool()
         rows = np.asarray(rows, dtype=np.int64)
         out: list[str | None] = [None] * len(rows)
         if not len(rows):
@@ -427,6 +486,8 @@ class Texts:
             file, index = self._groups[g]
             lines = file.read_row_group(index, columns=["line"]).column("line")
             taken = lines.take(rows[chunk] - self._starts[g]).to_pylist()
+            del lines
+            pool.release_unused()  # (else Arrow's allocator keeps every group's decoded lines)
             for k, text in zip(chunk.tolist(), taken, strict=True):
                 out[k] = text
         return out
