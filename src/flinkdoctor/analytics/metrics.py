@@ -328,44 +328,55 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
     rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed)
     shared = many.shared() if keyed else {}
     if shared:  # a checkpoint's lines read twice, a job's numbers counted again: those rows by their keys
-        many.reduce_shared(shared, _shared_rows(texts, columns, at, known, shared))
+        many.reduce_shared(shared, _shared_rows(texts, metrics, shared))
     del shared
     give_back()
     return rest, many.columns()
 
 
-def _shared_rows(texts: Texts, columns: list[str], at: int, known: tuple, shared: dict) -> dict:
-    """Per side ("t", "c"), the `_split_columnar` table (with the groups' keys) of the triggers or completions
-    at the positions `shared` lists (columns.Builder.shared: positions among the side's rows as read), in that
-    order: the file read again, only those rows split."""
+SHARED_KEYS = ("metric", "bundle", "c_checkpoint", "c_duration_ms", "block", "first_rel", "idx")
+
+
+def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict) -> dict:
+    """Per side ("t", "c"), a table of the groups' keys (the columns columns.Builder._group_keys reads, as
+    _split_columnar makes them) of the triggers or completions at the positions `shared` lists
+    (columns.Builder.shared: positions among the side's rows as read), in that order: the file read again, only
+    the keys' columns, and only those rows kept."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    metrics = known[0]
-    kinds = [metric.measures for metric in metrics]
-    side_of = np.array([{COLUMNAR[0]: 0, COLUMNAR[1]: 1}.get(kind, -1) for kind in kinds], dtype=np.int8)
+    side_of = np.array([COLUMNAR.index(m.measures) if m.measures in COLUMNAR else -1 for m in metrics], np.int8)
     wanted = [shared.get("t", np.zeros(0, np.int64)), shared.get("c", np.zeros(0, np.int64))]
-    seen, start, found = [0, 0], 0, []
-    for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
+    seen = [0, 0]
+    found: dict[int, list] = {0: [], 1: []}
+    for batch in (b for file in texts.files for b in file.iter_batches(batch_size=BATCH * 4, columns=SHARED_KEYS)):
         side = side_of[batch.column("metric").to_numpy(zero_copy_only=False)]
-        chosen = np.zeros(batch.num_rows, dtype=np.bool_)
         for s in (0, 1):
             rows = np.flatnonzero(side == s)
             position = seen[s] + np.arange(len(rows))
             seen[s] += len(rows)
-            hit = np.searchsorted(wanted[s], position)
-            hit = np.minimum(hit, max(len(wanted[s]) - 1, 0))
             if len(wanted[s]):
-                chosen[rows[wanted[s][hit] == position]] = True
-        if chosen.any():
-            picked = np.flatnonzero(chosen)
-            table = pa.Table.from_batches([batch]).take(pa.array(picked))
-            found.append(_split_columnar(table.add_column(at, "line", pa.array(start + picked)), *known)[1])
-        start += batch.num_rows
-    every = pa.concat_tables(found)
-    kind = every.column("kind").cast(pa.string())
-    return {side: every.filter(pc.equal(kind, name)) for side, name in (("t", COLUMNAR[0]), ("c", COLUMNAR[1]))}
+                hit = np.minimum(np.searchsorted(wanted[s], position), len(wanted[s]) - 1)
+                picked = rows[wanted[s][hit] == position]
+                if len(picked):
+                    found[s].append(pa.Table.from_batches([batch]).take(pa.array(picked)))
+    keys = {}
+    for s, name in ((0, "t"), (1, "c")):
+        if not found[s]:  # (a side with no shared row: nothing to reduce)
+            continue
+        rows = pa.concat_tables(found[s])
+        keys[name] = pa.table(
+            {
+                "checkpoint": _numbers(rows.column("c_checkpoint"), pa.int64(), int),
+                "group_checkpoint": rows.column("c_checkpoint"),
+                "bundle": rows.column("bundle"),
+                "block": rows.column("block"),
+                "rel": pc.add(rows.column("first_rel"), rows.column("idx")),
+                "untimed": pc.is_null(rows.column("c_duration_ms")),
+            }
+        )
+    return keys
 
 
 def _read_batches(texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool):
