@@ -794,9 +794,11 @@ def _with_timeout(ms: str = "250 ms"):
     return effective
 
 
-def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
+def test_completions_text_read_back_only_for_the_points_shown(tmp_path, monkeypatch):
     """A long run's completions keep no text in memory: their lines stay in the measures' file, and the points
-    a report shows (evidence) get theirs read back, the same as when the columns held every text."""
+    a report shows (evidence) get theirs read back, the same as when the columns held every text; any rows, in
+    any order, read back a few lines at a time within their row groups, are their own lines."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyarrow import fs
@@ -828,6 +830,13 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     shown = [(p.line, p.text) for j in read_jobs for ps in j.evidence.values() for p in ps]
     assert shown == [(p.line, p.text) for j in plain_jobs for ps in j.evidence.values() for p in ps]
     assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)
+    from flinkdoctor.analytics import metrics as m
+
+    monkeypatch.setattr(m, "TEXT_BATCH", 300)  # (row groups of 2,500: batches, and a group's tail not read)
+    every = columns.column("text").to_pylist()
+    picked = np.random.default_rng(25).permutation(len(every))[:5000]
+    assert stored.texts.read(picked) == [every[k] for k in picked]
+    assert stored.texts.read(np.array([7, 2, 7, 2499, 2500])) == [every[k] for k in (7, 2, 7, 2499, 2500)]
 
 
 def _measures_file(measures, number: dict, bundle_of: dict | None = None):

@@ -458,6 +458,7 @@ def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
 BATCH = 65_536  # rows of the measures' file read at a time
 RELEASED = 4  # batches read between two returns of Arrow's freed pages (a row group's worth)
 ROW_GROUP_BYTES = 8 << 20  # the measures' file's row groups: Texts reads a group's lines to show one of them
+TEXT_BATCH = 16_384  # lines decoded at a time when Texts reads them back
 
 
 class Texts:
@@ -480,7 +481,8 @@ class Texts:
 
     def read(self, rows) -> list[str | None]:
         """The text of each row (positions as read, any order, an Arrow or numpy array): each row group that
-        holds one is read once, its `line` column only, so memory holds one group's lines at a time."""
+        holds one is read once, its `line` column only, a batch at a time up to the last row wanted in it, so
+        memory holds one batch's lines (a row group's decoded lines are tens of MB)."""
         import numpy as np
         import pyarrow as pa
 
@@ -495,12 +497,19 @@ class Texts:
         for chunk in np.split(order, cuts):
             g = int(group[chunk[0]])
             file, index = self._groups[g]
-            lines = file.read_row_group(index, columns=["line"]).column("line")
-            taken = lines.take(rows[chunk] - self._starts[g]).to_pylist()
-            del lines
-            pool.release_unused()  # (else Arrow's allocator keeps every group's decoded lines)
-            for k, text in zip(chunk.tolist(), taken, strict=True):
-                out[k] = text
+            wanted = rows[chunk] - self._starts[g]  # (positions in the group)
+            ranked = np.argsort(wanted, kind="stable")
+            ordered, start = wanted[ranked], 0
+            for batch in file.iter_batches(batch_size=TEXT_BATCH, row_groups=[index], columns=["line"]):
+                low, high = np.searchsorted(ordered, [start, start + batch.num_rows])
+                picked = ranked[low:high]
+                taken = batch.column(0).take(pa.array(wanted[picked] - start)).to_pylist()
+                for k, text in zip(chunk[picked].tolist(), taken, strict=True):
+                    out[k] = text
+                start += batch.num_rows
+                if start > ordered[-1]:  # (the group's later rows: not decoded)
+                    break
+            pool.release_unused()
         return out
 
 
