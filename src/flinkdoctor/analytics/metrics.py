@@ -310,7 +310,8 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
 def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
     """The measures' file read a batch at a time, each batch split (_split_columnar) as it is read, its `line`
     the row's position: memory holds one batch's strings and the compact columns kept (columns.Columns), not the
-    whole file."""
+    whole file, nor the keys `_reduced` groups by: the few rows that may share a group are read again for theirs
+    (columns.Builder.shared)."""
     import numpy as np
 
     from .columns import Builder, give_back
