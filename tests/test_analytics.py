@@ -794,9 +794,11 @@ def _with_timeout(ms: str = "250 ms"):
     return effective
 
 
-def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
+def test_completions_text_read_back_only_for_the_points_shown(tmp_path, monkeypatch):
     """A long run's completions keep no text in memory: their lines stay in the measures' file, and the points
-    a report shows (evidence) get theirs read back, the same as when the columns held every text."""
+    a report shows (evidence) get theirs read back, the same as when the columns held every text; any rows, in
+    any order, read back a few lines at a time within their row groups, are their own lines."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyarrow import fs
@@ -828,6 +830,13 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path):
     shown = [(p.line, p.text) for j in read_jobs for ps in j.evidence.values() for p in ps]
     assert shown == [(p.line, p.text) for j in plain_jobs for ps in j.evidence.values() for p in ps]
     assert len(shown) == 40 * 5 and all(text.startswith("Completed checkpoint ") for _, text in shown)
+    from flinkdoctor.analytics import metrics as m
+
+    monkeypatch.setattr(m, "TEXT_BATCH", 300)  # (row groups of 2,500: batches, and a group's tail not read)
+    every = columns.column("text").to_pylist()
+    picked = np.random.default_rng(25).permutation(len(every))[:5000]
+    assert stored.texts.read(picked) == [every[k] for k in picked]
+    assert stored.texts.read(np.array([7, 2, 7, 2499, 2500])) == [every[k] for k in (7, 2, 7, 2499, 2500)]
 
 
 def _measures_file(measures, number: dict, bundle_of: dict | None = None):
@@ -924,6 +933,62 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
         section, _ = analyse_checkpoints(split, Manifest([], Path("."), None), effective, paths)
         assert [j.job for j in section.jobs] == [jobs[b]]
         assert section.jobs[0] == alone.jobs[b]
+
+
+@pytest.mark.unit
+def test_checkpoints_each_read_once_are_kept_without_their_groups_keys(tmp_path, monkeypatch):
+    """The triggers and completions written unreduced with their groups' keys (bundle, number as written, file
+    order), two jobs' checkpoints each once: the driver holds no key (a long run's keys would double its
+    columns) and reads no row again, and its columns are those the keyed reduction keeps. One checkpoint's
+    completion read twice, or written once as "7" and once as "0007" (Spark's key is the text: two groups),
+    makes those two rows' keys needed: they alone are split again, with their keys, and the columns are again
+    the keyed reduction's (one completion dropped, or both kept)."""
+    import dataclasses
+    import types
+
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS, Builder
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    jobs = ["1fdf09bfd9a6f5522794ffa2f96c327e", "e" * 32]
+    once = sorted(
+        _job_measures(jobs[0], 0, 90, datetime(2026, 3, 1)) + _job_measures(jobs[1], 1, 60, datetime(2026, 3, 1)),
+        key=lambda x: (x.time, x.sid),
+    )
+
+    def completion(n: int):
+        return next(x for x in once if x.measures == "checkpoint-completed" and x.captures["checkpoint"] == str(n))
+
+    seven, twelve = completion(7), completion(12)
+    odd = [*once, dataclasses.replace(seven, line=seven.line + 1, captures={**seven.captures, "checkpoint": "0007"})]
+    twice = [*once, dataclasses.replace(twelve, line=twelve.line + 1)]
+    manifest = types.SimpleNamespace(
+        sources=[types.SimpleNamespace(id=s, host=None, fixed_line=None, line_map=None, line_offset=0) for s in (0, 1)]
+    )
+    split_again = []
+    real = m._shared_rows
+    monkeypatch.setattr(m, "_shared_rows", lambda *a: split_again.append(real(*a)) or split_again[-1])
+    monkeypatch.setattr(m, "BATCH", 41)
+    for name, rows, again, kept in (("once", once, 0, 0), ("odd", odd, 2, 1), ("twice", twice, 2, 0)):
+        (tmp_path / name).mkdir()
+        pq.write_table(_measures_file(rows, number, {0: 0, 1: 0}), tmp_path / name / "part-00000.parquet")
+        texts = m.Texts(fs.LocalFileSystem(), str(tmp_path / name))
+        split_again.clear()
+        read = m._read_split(texts, known, {}, manifest)[1]
+        assert sum(t.num_rows for found in split_again for t in found.values()) == again, name
+        triggers = sum(x.measures == "checkpoint-trigger" for x in rows)
+        builder = Builder(triggers, len(rows) - triggers, keyed=True)
+        schema = texts.files[0].schema_arrow
+        columns = [c for c in schema.names if c != "line"]
+        line = schema.names.index("line")
+        keyed = m._read_batches(texts, columns, line, (known, {}, manifest), builder, True)[1].columns()
+        assert len(read) == len(keyed) == len(once) + kept and read.jobs == keyed.jobs, name
+        for field in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
+            assert getattr(read, field).tolist() == getattr(keyed, field).tolist(), (name, field)
 
 
 @pytest.mark.unit

@@ -5,7 +5,8 @@ checkpoint) and then sorted into copies per job, they made the driver's memory g
 several hundred bytes each. Here each kind keeps only what checkpoints.py reads of it: a trigger its job, number,
 times and source (32 bytes), a completion its job, number, time, duration, size, where it is and its row in the
 measures' file (60 bytes); the text stays in the file (metrics.Texts). `sort` orders them for the analysis in place,
-one column copy at a time.
+one column copy at a time. The rows come unreduced; the few that may share a checkpoint (a log read twice) are
+reduced by their keys, which no other row keeps (`Builder.shared`).
 """
 
 from __future__ import annotations
@@ -121,6 +122,44 @@ def _encoded(values):
     return values if pa.types.is_dictionary(values.type) else pc.dictionary_encode(values)
 
 
+def _firsts(side: str, key: dict, job, sid):
+    """The positions (ascending) of the first row of each group (bundle, job, checkpoint as written), as
+    `_reduced` orders a group: a trigger's last line (file order: source, range, line), a completion's first, one
+    with a duration before one without; of rows equal in all, the first read."""
+    import numpy as np
+
+    size = len(job)
+    order = (key["rel"], key["block"], sid) if side == "c" else (-key["rel"], -key["block"], -sid)
+    untimed = key["untimed"] if side == "c" else np.zeros(size, np.bool_)
+    ranked = np.lexsort((*order, untimed, key["checkpoint"], job, key["bundle"]))
+    del order, untimed
+    same = np.zeros(size, dtype=np.bool_)  # a row of the group before it (in the ranked order)
+    same[1:] = True
+    for values in (key["bundle"], key["checkpoint"], job):
+        values = values[ranked]
+        same[1:] &= values[1:] == values[:-1]
+        del values
+    return np.sort(ranked[~same])
+
+
+def _canonical(table):
+    """Per row (numpy), whether its checkpoint number as written is the number's own digits."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    written = table.column("group_checkpoint")
+    equal = pc.equal(pc.cast(table.column("checkpoint"), pa.string()), written)
+    return pc.fill_null(equal, False).to_numpy(zero_copy_only=False)
+
+
+def _odd(table, canonical):
+    """Per row (numpy), whether it has a checkpoint number written other than as its digits ("007", digits of
+    another script, more than a long holds): Spark's key is the text, its own group."""
+    import pyarrow.compute as pc
+
+    return ~canonical & pc.is_valid(table.column("group_checkpoint")).to_numpy(zero_copy_only=False)
+
+
 def _is_rows(table) -> bool:
     import pyarrow as pa
 
@@ -134,7 +173,9 @@ class Builder:
 
     def __init__(self, triggers: int, completions: int, *, keyed: bool = False) -> None:
         """`keyed`: the rows come unreduced (metrics._reduced) with what Spark would group and order them by;
-        `columns` keeps one row per group, the one Spark's `min_by` keeps."""
+        `columns` keeps one row per group, the one Spark's `min_by` keeps. Unkeyed rows may be reduced too, the
+        few that can share a group only (`shared`, `reduce_shared`): a long run's checkpoints are each one
+        trigger and one completion, and every row's keys would double the columns while they are read."""
         import numpy as np
 
         self._jobs: dict[str, int] = {}
@@ -232,14 +273,12 @@ class Builder:
         captured job, else the event's, else none, which are the codes' strings (none: "unknown job")."""
         import numpy as np
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         written = table.column("group_checkpoint")
-        canonical = pc.fill_null(pc.equal(pc.cast(table.column("checkpoint"), pa.string()), written), False)
-        canonical = canonical.to_numpy(zero_copy_only=False)
+        canonical = _canonical(table)
         checkpoint = np.where(canonical, numbers, NO_CHECKPOINT)  # (numbers: -1 where none; never a key here)
         if not canonical.all():  # "007", digits of another script: their own key each, as Spark's text key
-            odd = np.flatnonzero(~canonical & pc.is_valid(written).to_numpy(zero_copy_only=False))
+            odd = np.flatnonzero(_odd(table, canonical))
             for k, text in zip(odd.tolist(), written.take(pa.array(odd)).to_pylist(), strict=True):
                 checkpoint[k] = NO_CHECKPOINT + 1 + self._odd.setdefault(text, len(self._odd))
         return {
@@ -254,31 +293,63 @@ class Builder:
         """One row per group (bundle, job, checkpoint as written), as `_reduced` keeps: a trigger's last line
         (file order: source, range, line), a completion's first, one with a duration before one without; of
         rows equal in all, the first read. The rows kept stay in the order read."""
-        import numpy as np
 
         made, keys = self._made, self._keys
         triggers, completions = self._filled
         for side, size, fields in (("t", triggers, TRIGGER_FIELDS), ("c", completions, COMPLETED_FIELDS)):
             key = {name: keys.pop(f"{side}_{name}")[:size] for name in KEY_DTYPES}
             job, sid = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_sid")[:size]
-            order = (key["rel"], key["block"], sid) if side == "c" else (-key["rel"], -key["block"], -sid)
-            untimed = key["untimed"] if side == "c" else np.zeros(size, np.bool_)
-            ranked = np.lexsort((*order, untimed, key["checkpoint"], job, key["bundle"]))
-            del order, untimed
-            same = np.zeros(size, dtype=np.bool_)  # a row of the group before it (in the ranked order)
-            same[1:] = True
-            for values in (key["bundle"], key["checkpoint"], job):
-                values = values[ranked]
-                same[1:] &= values[1:] == values[:-1]
-                del values
+            kept = _firsts(side, key, job, sid)
             del key
-            kept = np.sort(ranked[~same])  # the first of each group
-            del ranked, same
             if len(kept) == size:
                 continue
             for name in fields:
                 setattr(made, f"{side}_{name}", getattr(made, f"{side}_{name}")[:size][kept])
             self._filled[0 if side == "t" else 1] = len(kept)
+
+    def shared(self) -> dict:
+        """Per side ("t", "c"), the rows added (positions, ascending) whose job and checkpoint number another
+        row of the side has too (or, without a number, whose job another numberless row has): only these can
+        share a group of `_reduced` (a group's rows have one job and one number; a bundle or a number written
+        otherwise, "007", only splits them further). A log read twice, a job's numbers counted again."""
+        import numpy as np
+
+        made, shared = self._made, {}
+        for side, size in (("t", self._filled[0]), ("c", self._filled[1])):
+            job, number = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_number")[:size]
+            order = np.lexsort((number, job))
+            same = np.diff(job[order]) == 0
+            same &= np.diff(number[order]) == 0
+            if not same.any():
+                continue
+            twice = np.zeros(size, dtype=np.bool_)
+            twice[1:] = same
+            twice[:-1] |= same
+            shared[side] = np.sort(order[twice])
+        return shared
+
+    def reduce_shared(self, shared: dict, tables: dict) -> None:
+        """Keep one row per group among the `shared` rows (their `_split_columnar` tables with the groups' keys,
+        in the same order), the one `_reduce` keeps; the others are dropped, the rows kept stay in the order
+        read."""
+        import numpy as np
+
+        made = self._made
+        for side, fields in (("t", TRIGGER_FIELDS), ("c", COMPLETED_FIELDS)):
+            if side not in shared:
+                continue
+            at = shared[side]
+            size = self._filled[0 if side == "t" else 1]
+            key = self._group_keys(tables[side], getattr(made, f"{side}_number")[at])
+            job, sid = getattr(made, f"{side}_job")[at], getattr(made, f"{side}_sid")[at]
+            kept = np.ones(size, dtype=np.bool_)
+            kept[at] = False
+            kept[at[_firsts(side, key, job, sid)]] = True
+            if kept.all():
+                continue
+            for name in fields:
+                setattr(made, f"{side}_{name}", getattr(made, f"{side}_{name}")[:size][kept])
+            self._filled[0 if side == "t" else 1] = int(kept.sum())
 
     def columns(self, text=None) -> Columns:
         """The filled columns (as many rows as were added; keyed: as many as groups)."""

@@ -310,9 +310,9 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
 def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
     """The measures' file read a batch at a time, each batch split (_split_columnar) as it is read, its `line`
     the row's position: memory holds one batch's strings and the compact columns kept (columns.Columns), not the
-    whole file."""
+    whole file, nor the keys `_reduced` groups by: the few rows that may share a group are read again for theirs
+    (columns.Builder.shared)."""
     import numpy as np
-    import pyarrow as pa
 
     from .columns import Builder, give_back
 
@@ -326,9 +326,74 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
             counts += np.bincount(batch.column(0).to_numpy(zero_copy_only=False), minlength=len(kinds))
     sizes = [int(sum(n for n, kind in zip(counts, kinds, strict=True) if kind == wanted)) for wanted in COLUMNAR]
     keyed = "bundle" in schema.names
-    rests, many, start = [], Builder(*sizes, keyed=keyed), 0
+    rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed)
+    shared = many.shared() if keyed else {}
+    if shared:  # a checkpoint's lines read twice, a job's numbers counted again: those rows by their keys
+        many.reduce_shared(shared, _shared_rows(texts, metrics, shared))
+    del shared
+    give_back()
+    return rest, many.columns()
+
+
+SHARED_KEYS = ("metric", "bundle", "c_checkpoint", "c_duration_ms", "block", "first_rel", "idx")
+
+
+def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict) -> dict:
+    """Per side ("t", "c"), a table of the groups' keys (the columns columns.Builder._group_keys reads, as
+    _split_columnar makes them) of the triggers or completions at the positions `shared` lists
+    (columns.Builder.shared: positions among the side's rows as read), in that order: the file read again, only
+    the keys' columns, and only those rows kept."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    side_of = np.array([COLUMNAR.index(m.measures) if m.measures in COLUMNAR else -1 for m in metrics], np.int8)
+    wanted = [shared.get("t", np.zeros(0, np.int64)), shared.get("c", np.zeros(0, np.int64))]
+    seen = [0, 0]
+    found: dict[int, list] = {0: [], 1: []}
+    for batch in (b for file in texts.files for b in file.iter_batches(batch_size=BATCH * 4, columns=SHARED_KEYS)):
+        side = side_of[batch.column("metric").to_numpy(zero_copy_only=False)]
+        for s in (0, 1):
+            rows = np.flatnonzero(side == s)
+            position = seen[s] + np.arange(len(rows))
+            seen[s] += len(rows)
+            if len(wanted[s]):
+                hit = np.minimum(np.searchsorted(wanted[s], position), len(wanted[s]) - 1)
+                picked = rows[wanted[s][hit] == position]
+                if len(picked):
+                    found[s].append(pa.Table.from_batches([batch]).take(pa.array(picked)))
+    keys = {}
+    for s, name in ((0, "t"), (1, "c")):
+        if not found[s]:  # (a side with no shared row: nothing to reduce)
+            continue
+        rows = pa.concat_tables(found[s])
+        keys[name] = pa.table(
+            {
+                "checkpoint": _numbers(rows.column("c_checkpoint"), pa.int64(), int),
+                "group_checkpoint": rows.column("c_checkpoint"),
+                "bundle": rows.column("bundle"),
+                "block": rows.column("block"),
+                "rel": pc.add(rows.column("first_rel"), rows.column("idx")),
+                "untimed": pc.is_null(rows.column("c_duration_ms")),
+            }
+        )
+    return keys
+
+
+def _read_batches(texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool):
+    """(the rows of other kinds, reduced; `many` with the triggers and completions of every batch added)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .columns import give_back
+
+    metrics = known[0]
+    rests, start = [], 0
     held = carried = 0  # rows of other kinds held, of which the groups' winners so far
-    for batch in (batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)):
+    pool = pa.default_memory_pool()
+    for n, batch in enumerate(
+        batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)
+    ):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         start += batch.num_rows
         rest, kept = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
@@ -338,13 +403,16 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
             rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
             held = carried = rests[0].num_rows
         many.add(kept)
-        del batch, kept
+        del batch, kept, rest
+        if n % RELEASED == RELEASED - 1:  # (Arrow's allocator keeps decoded batches' pages: they would add up)
+            pool.release_unused()
     if not rests:  # no rows: the empty table of the file's schema
+        schema = texts.files[0].schema_arrow
         empty = schema.empty_table().select(columns)
         rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
     give_back()
     rest = pa.concat_tables(rests)
-    return (_reduce_rest(rest, metrics) if keyed else rest), many.columns()
+    return (_reduce_rest(rest, metrics) if keyed else rest), many
 
 
 def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
@@ -389,7 +457,9 @@ def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
 
 
 BATCH = 65_536  # rows of the measures' file read at a time
+RELEASED = 4  # batches read between two returns of Arrow's freed pages (a row group's worth)
 ROW_GROUP_BYTES = 8 << 20  # the measures' file's row groups: Texts reads a group's lines to show one of them
+TEXT_BATCH = 16_384  # lines decoded at a time when Texts reads them back
 
 
 class Texts:
@@ -412,9 +482,12 @@ class Texts:
 
     def read(self, rows) -> list[str | None]:
         """The text of each row (positions as read, any order, an Arrow or numpy array): each row group that
-        holds one is read once, its `line` column only, so memory holds one group's lines at a time."""
+        holds one is read once, its `line` column only, a batch at a time up to the last row wanted in it, so
+        memory holds one batch's lines (a row group's decoded lines are tens of MB)."""
         import numpy as np
+        import pyarrow as pa
 
+        pool = pa.default_memory_pool()
         rows = np.asarray(rows, dtype=np.int64)
         out: list[str | None] = [None] * len(rows)
         if not len(rows):
@@ -425,10 +498,19 @@ class Texts:
         for chunk in np.split(order, cuts):
             g = int(group[chunk[0]])
             file, index = self._groups[g]
-            lines = file.read_row_group(index, columns=["line"]).column("line")
-            taken = lines.take(rows[chunk] - self._starts[g]).to_pylist()
-            for k, text in zip(chunk.tolist(), taken, strict=True):
-                out[k] = text
+            wanted = rows[chunk] - self._starts[g]  # (positions in the group)
+            ranked = np.argsort(wanted, kind="stable")
+            ordered, start = wanted[ranked], 0
+            for batch in file.iter_batches(batch_size=TEXT_BATCH, row_groups=[index], columns=["line"]):
+                low, high = np.searchsorted(ordered, [start, start + batch.num_rows])
+                picked = ranked[low:high]
+                taken = batch.column(0).take(pa.array(wanted[picked] - start)).to_pylist()
+                for k, text in zip(chunk[picked].tolist(), taken, strict=True):
+                    out[k] = text
+                start += batch.num_rows
+                if start > ordered[-1]:  # (the group's later rows: not decoded)
+                    break
+            pool.release_unused()
         return out
 
 
