@@ -517,18 +517,17 @@ class _Events:
         lines, owner = self._lines_but_frames(at, capped)
         files = None if self.files is None else np.flatnonzero(np.diff(self.files.of_line[lines])) + 1
         spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines], files)
-        return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_text)
+        return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_texts)
 
-    def _line_text(self, line: int) -> str:
-        """A line as its event's text holds it: without its line end (and a piece's marker byte)."""
-        begin = int(self.starts[line]) + int(self.piece[line])
-        end = int(self.ends[line])
-        data = self.data
-        if end > begin and data[end - 1] == 10:
-            end -= 1
-        if end > begin and data[end - 1] == 13:
-            end -= 1
-        return bytes(data[begin:end]).decode("utf-8")
+    def _line_texts(self, lines: Positions) -> list[str]:
+        """The lines as their event's text holds them: without the line end (and a piece's marker byte)."""
+        import numpy as np
+
+        begin = self.starts[lines] + self.piece[lines]
+        end = self.ends[lines].copy()
+        for byte in (10, 13):  # a newline, then a carriage return before it
+            end -= (end > begin) & (self.data[np.maximum(end - 1, 0)] == byte)
+        return _spans(self.data, begin, end).to_pylist()  # type: ignore[no-any-return]
 
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
