@@ -658,11 +658,15 @@ def _entry_hits(
             if found is None or found:
                 found_of[row] = found if found is not None else []
     rows = list(found_of)
-    texts = text.take(pa.array(rows, pa.int64())).to_pylist()
     levels = level.take(pa.array(rows, pa.int64())).to_pylist()
-    for row, value, lvl in zip(rows, texts, levels, strict=True):
-        found = entry_hits(index, value, entries.entries[int(keep[row])]) if masked[row] else found_of[row]
-        if found and (pasted or lvl in WARN_WORDS or bool(headerless[row]) or TRACE.search(value)):
+    evident = [pasted or lvl in WARN_WORDS or bool(headerless[row]) for row, lvl in zip(rows, levels, strict=True)]
+    # the text only where it is read: matched again (masking changed it), or searched for a trace (a stack trace's
+    # text is most of a part's kept bytes, and turning it into Python strings cost more than the search)
+    read = [row for row, known in zip(rows, evident, strict=True) if masked[row] or not known]
+    texts = dict(zip(read, text.take(pa.array(read, pa.int64())).to_pylist(), strict=True))
+    for row, known in zip(rows, evident, strict=True):
+        found = entry_hits(index, texts[row], entries.entries[int(keep[row])]) if masked[row] else found_of[row]
+        if found and (known or TRACE.search(texts[row])):
             out[row] = found
     return _sparse_lists(len(keep), out, _entries_type())
 
