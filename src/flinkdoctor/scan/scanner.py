@@ -40,7 +40,7 @@ from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
-from .prefilter import Bytes, Positions, Prefilter, scan
+from .prefilter import Bytes, Hits, Positions, Prefilter, scan
 from .re2 import extract, re2_regex
 
 if TYPE_CHECKING:
@@ -446,6 +446,7 @@ class _Events:
             events = hits.signature_events(patterns)
             if len(events):
                 found[number] = events
+        tried = self._message_tries(prefilter, hits, found)
         keep = np.zeros(len(self.first), dtype=bool)
         for events in found.values():
             keep[events] = True
@@ -464,7 +465,39 @@ class _Events:
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, rows, matcher, entries, repeats)
+            yield self._batch(part, begin, end, found, tried, rows, matcher, entries, repeats)
+
+    def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
+        """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
+        one of its `message` regexes ended only in stack frames (a line after the first starting `\tat ` and a
+        name). A `message` regex is tried on single lines, the header's message or a later line that is no frame
+        (matcher.Fields.message_lines), so it can match only where its pattern ends in such a line: a rule that
+        reads a jar's name in the message (flink-version) is otherwise tried, and fails, on every stack trace."""
+        import numpy as np
+
+        if hits.which is None or hits.stop is None or not any(prefilter.messages[number] for number in found):
+            return found
+        wanted = sorted({p for number in found for p in prefilter.messages[number]})
+        at = np.isin(hits.which, wanted)
+        which, stop = hits.which[at], hits.stop[at]
+        line = np.searchsorted(self.starts, stop - 1, side="right") - 1
+        event = np.searchsorted(self.first, line, side="right") - 1
+        begin = self.starts[line]
+        frame = (line != self.first[np.maximum(event, 0)]) & (begin + 5 <= self.ends[line])
+        for offset, byte in ((0, 9), (1, 97), (2, 116), (3, 32)):  # a tab, "at ", then a name
+            frame &= self.data[np.minimum(begin + offset, len(self.data) - 1)] == byte
+        name = self.data[np.minimum(begin + 4, len(self.data) - 1)]
+        frame &= (name > 32) & (name < 127)
+        keep = ~frame & (event >= 0)
+        pairs = np.unique(which[keep] * len(self.first) + event[keep])
+        pattern, of = np.divmod(pairs, len(self.first))
+        lines_of = {int(p): of[pattern == p] for p in np.unique(pattern)}
+        tried = dict(found)
+        for number, events in found.items():
+            for p in prefilter.messages[number]:
+                events = np.intersect1d(events, lines_of.get(p, events[:0]), assume_unique=True)
+            tried[number] = events
+        return tried
 
     def _warned_groups(self, events: Positions) -> dict[int, int]:
         """Events at WARN level or above that no signature, metric or catalogue entry can match, reduced: per
@@ -553,6 +586,7 @@ class _Events:
         begin: Positions,
         end: Positions,
         found: dict[int, Positions],
+        tried: dict[int, Positions],
         rows: Positions,
         matcher: Matcher | None,
         entries: Candidates,
@@ -566,11 +600,12 @@ class _Events:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text, masked = _masked(text)
         sigs = _signature_lists(found, rows, len(keep))
+        tries = sigs if tried is found else _signature_lists(tried, rows, len(keep))
         first, part = self.first[keep], self.part
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
         fields = _header_fields(part, text, headerless)
-        matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
+        matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(matcher, text, masked, keep, entries, level, headerless | ~self.header[first], part)
         batch = pa.RecordBatch.from_arrays(
@@ -978,12 +1013,15 @@ def _matches(
     part: Part,
     text: pa.Array,
     sigs: pa.ListArray,
+    tries: pa.ListArray,
+    masked: Flags,
     fields: dict[str, pa.Array],
     found: dict[int, Positions],
     rows: Positions,
 ) -> tuple[pa.ListArray, pa.ListArray]:
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
-    metrics' measures of its lines (measure.py, in bulk)."""
+    metrics' measures of its lines (measure.py, in bulk). The signatures tried on a row are its `tries`
+    (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes')."""
     import numpy as np
     import pyarrow as pa
 
@@ -991,8 +1029,17 @@ def _matches(
     if matcher is None:
         return _sparse_lists(len(text), matches, _matches_type()), _sparse_lists(len(text), {}, measures_type())
     first_metric = matcher.first_metric
-    offsets = sigs.offsets.to_numpy()
-    numbers = sigs.values.to_numpy()
+    offsets, numbers = sigs.offsets.to_numpy(), sigs.values.to_numpy()
+    if tries is not sigs:  # a masked row tries all its signatures, every other row its tries
+        rows_of = np.repeat(np.arange(len(text)), np.diff(offsets))
+        tried_rows = np.repeat(np.arange(len(text)), np.diff(tries.offsets.to_numpy()))
+        own, other = masked[rows_of], ~masked[tried_rows]
+        row = np.concatenate([rows_of[own], tried_rows[other]])
+        numbers = np.concatenate([numbers[own], tries.values.to_numpy()[other]])
+        order = np.lexsort((numbers, row))
+        numbers = numbers[order]
+        offsets = np.zeros(len(text) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
     rule_rows = np.unique(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
     if len(rule_rows):
         texts = text.take(pa.array(rule_rows)).to_pylist()
