@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..knowledge.regexes import python_regex
 from ..runtime.userstate import cached, read_stored, store, stored_path
 from .patterns import hyperscan_pattern
-from .prefilter import Bytes, Positions
+from .prefilter import Bytes, Positions, distinct
 
 if TYPE_CHECKING:
     import hyperscan
@@ -249,7 +249,7 @@ def candidates(
     if not ids:
         return none, none
     event = np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, side="right") - 1
-    pairs = np.unique(np.array(ids, dtype=np.int64) * len(begin) + event)
+    pairs = distinct(np.array(ids, dtype=np.int64) * len(begin) + event)
     pattern, event = np.divmod(pairs, len(begin))
     sizes = np.array([len(index.entries_of[p]) for p in pattern], dtype=np.int64)
     entries = np.array([e for p in pattern.tolist() for e in index.entries_of[p]], dtype=np.int64)
@@ -315,9 +315,9 @@ def line_hits(
         return Candidates({}, {})
     order = np.lexsort((lines, entries, events))
     events, entries, lines = events[order], entries[order], lines[order]
-    distinct, line_of = np.unique(lines, return_inverse=True)
+    numbered, line_of = np.unique(lines, return_inverse=True)
     numbers: dict[str, int] = {}  # each distinct text's number
-    text_of_line = np.array([numbers.setdefault(t, len(numbers)) for t in line_texts(distinct)], dtype=np.int64)
+    text_of_line = np.array([numbers.setdefault(t, len(numbers)) for t in line_texts(numbered)], dtype=np.int64)
     texts = list(numbers)
     frame = [FRAME.match(text) is not None for text in texts]
     pairs, pair_of = np.unique(entries * len(texts) + text_of_line[line_of], return_inverse=True)

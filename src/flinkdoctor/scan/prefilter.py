@@ -145,17 +145,26 @@ def scan(
     stop = np.array(ends, dtype=np.int64)
     event = np.searchsorted(begin, stop - 1, side="right") - 1  # the event holding the match's last byte
     words = which < len(prefilter.words)
-    level_words = np.unique(event[words & (stop <= first_line_end[event])])
+    level_words = distinct(event[words & (stop <= first_line_end[event])])
     hits = _hits(n, which[~words], event[~words], level_words)
     hits.which, hits.stop = which[~words], stop[~words]
     return hits
+
+
+def distinct(values: Positions) -> Positions:
+    """np.unique(values) by a sort: numpy 2's np.unique hashes first, and took six times as long on the hundreds
+    of thousands of matches of a part (a tenth of a production part's scan)."""
+    import numpy as np
+
+    ordered = np.sort(values)
+    return ordered[np.append(True, ordered[1:] != ordered[:-1])] if len(ordered) else ordered
 
 
 def _hits(n: int, which: Positions, event: Positions, level_words: Positions) -> Hits:
     """Hits of the (pattern, event) pairs found, each pair counted once."""
     import numpy as np
 
-    pairs = np.unique(which * n + event)  # (pattern, event), sorted by pattern
+    pairs = distinct(which * n + event)  # (pattern, event), sorted by pattern
     pattern, event = np.divmod(pairs, n)
     cuts = np.flatnonzero(np.diff(pattern)) + 1
     if not len(pairs):

@@ -40,7 +40,7 @@ from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
-from .prefilter import Bytes, Hits, Positions, Prefilter, scan
+from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan
 from .re2 import extract, re2_regex
 
 if TYPE_CHECKING:
@@ -489,9 +489,9 @@ class _Events:
         name = self.data[np.minimum(begin + 4, len(self.data) - 1)]
         frame &= (name > 32) & (name < 127)
         keep = ~frame & (event >= 0)
-        pairs = np.unique(which[keep] * len(self.first) + event[keep])
+        pairs = distinct(which[keep] * len(self.first) + event[keep])
         pattern, of = np.divmod(pairs, len(self.first))
-        lines_of = {int(p): of[pattern == p] for p in np.unique(pattern)}
+        lines_of = {int(p): of[pattern == p] for p in distinct(pattern)}
         tried = dict(found)
         for number, events in found.items():
             for p in prefilter.messages[number]:
@@ -1040,7 +1040,7 @@ def _matches(
         numbers = numbers[order]
         offsets = np.zeros(len(text) + 1, dtype=np.int64)
         np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
-    rule_rows = np.unique(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
+    rule_rows = distinct(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
     if len(rule_rows):
         texts = text.take(pa.array(rule_rows)).to_pylist()
         message, level = (
