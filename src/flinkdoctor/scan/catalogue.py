@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..knowledge.regexes import python_regex
 from ..runtime.userstate import cached, read_stored, store, stored_path
 from .patterns import hyperscan_pattern
-from .prefilter import Bytes, Positions
+from .prefilter import Bytes, Positions, distinct
 
 if TYPE_CHECKING:
     import hyperscan
@@ -249,7 +249,7 @@ def candidates(
     if not ids:
         return none, none
     event = np.searchsorted(starts, np.array(ends, dtype=np.int64) - 1, side="right") - 1
-    pairs = np.unique(np.array(ids, dtype=np.int64) * len(begin) + event)
+    pairs = distinct(np.array(ids, dtype=np.int64) * len(begin) + event)
     pattern, event = np.divmod(pairs, len(begin))
     sizes = np.array([len(index.entries_of[p]) for p in pattern], dtype=np.int64)
     entries = np.array([e for p in pattern.tolist() for e in index.entries_of[p]], dtype=np.int64)
@@ -300,34 +300,46 @@ def line_hits(
     entries: Positions,
     lines: Positions,
     first: Positions,
-    line_text: Callable[[int], str],
+    line_texts: Callable[[Positions], list[str]],
 ) -> Candidates:
     """Candidates of the (event, entry, line) triples the pass found: an entry's pattern ends in that line's bytes.
-    The regex is tried on those lines only, in order, and the first that is no stack frame and that it matches is
-    the hit (its index from the event's `first` line). Its pattern covers the regex on any text (patterns.py), so
-    a line it matches holds a match of the pattern, and no other line needs the regex: entry_hits' answer on the
-    same text, without splitting every candidate event into lines."""
+    The regex is tried on those lines only, and the first of them (in order) that is no stack frame and that it
+    matches is the hit (its index from the event's `first` line). Its pattern covers the regex on any text
+    (patterns.py), so a line it matches holds a match of the pattern, and no other line needs the regex:
+    entry_hits' answer on the same text, without splitting every candidate event into lines. A regex is tried
+    once per distinct (entry, line text), however many events repeat the line (a stack trace's lines repeat
+    with every retry), and `line_texts` gives the texts of the distinct lines (ascending) in one call."""
     import numpy as np
 
+    if not len(events):
+        return Candidates({}, {})
     order = np.lexsort((lines, entries, events))
+    events, entries, lines = events[order], entries[order], lines[order]
+    numbered, line_of = np.unique(lines, return_inverse=True)
+    numbers: dict[str, int] = {}  # each distinct text's number
+    text_of_line = np.array([numbers.setdefault(t, len(numbers)) for t in line_texts(numbered)], dtype=np.int64)
+    texts = list(numbers)
+    frame = [FRAME.match(text) is not None for text in texts]
+    pairs, pair_of = np.unique(entries * len(texts) + text_of_line[line_of], return_inverse=True)
+    regexes = index.regexes
+    matched = np.array(
+        [
+            not frame[text] and python_regex(regexes[entry]).search(texts[text]) is not None
+            for entry, text in zip(*(side.tolist() for side in np.divmod(pairs, len(texts))), strict=True)
+        ],
+        dtype=bool,
+    )[pair_of.reshape(-1)]
+    group = np.append(0, np.cumsum((events[1:] != events[:-1]) | (entries[1:] != entries[:-1])))  # (event, entry)
+    starts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
+    hit_at = np.flatnonzero(matched)
+    hit_at = hit_at[np.unique(group[hit_at], return_index=True)[1]]  # each pair's first matching line
     found: dict[int, list[int]] = {}
+    for event, entry in zip(events[starts].tolist(), entries[starts].tolist(), strict=True):
+        found.setdefault(event, []).append(entry)
     hits: dict[int, list[dict[str, str | int]]] = {}
-    texts: dict[int, str | None] = {}
-    last: tuple[int, int] | None = None
-    done = False
-    for event, entry, line in zip(events[order].tolist(), entries[order].tolist(), lines[order].tolist(), strict=True):
-        if (event, entry) != last:
-            last, done = (event, entry), False
-            found.setdefault(event, []).append(entry)
-        if done:
-            continue
-        if line not in texts:
-            raw = line_text(line)
-            texts[line] = None if FRAME.match(raw) else raw
-        value = texts[line]
-        if value is not None and python_regex(index.regexes[entry]).search(value):
-            hits.setdefault(event, []).append({"entry": index.ids[entry], "idx": line - int(first[event])})
-            done = True
+    idx = (lines[hit_at] - first[events[hit_at]]).tolist()
+    for event, entry, at in zip(events[hit_at].tolist(), entries[hit_at].tolist(), idx, strict=True):
+        hits.setdefault(event, []).append({"entry": index.ids[entry], "idx": at})
     return Candidates(found, hits)
 
 

@@ -15,7 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from ..knowledge.regexes import python_regex
-from .prefilter import Positions
+from .prefilter import Positions, distinct
 from .re2 import extract, matching, re2_regex, unicode_classes
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def measures(
         if events is None or not len(events):
             continue
         cand = rows[events]
-        cand = np.unique(cand[cand >= 0])
+        cand = distinct(cand[cand >= 0])
         if len(cand):
             pieces.append(_measured(position, regex, text, cand))
     pieces = [p for p in pieces if len(p[0])]
@@ -60,7 +60,7 @@ def measures(
     captures = pa.concat_arrays([p[4] for p in pieces])
     order = np.lexsort((metric, idx, row))  # by event, then line, then metric: the order Python's loop gave
     row = row[order]
-    jobs = _jobs(text, np.unique(row))
+    jobs = _jobs(text, distinct(row))
     struct = pa.StructArray.from_arrays(
         [
             pa.array(metric[order], pa.int32()),

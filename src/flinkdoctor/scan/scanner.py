@@ -40,7 +40,7 @@ from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
-from .prefilter import Bytes, Positions, Prefilter, scan
+from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan
 from .re2 import extract, re2_regex
 
 if TYPE_CHECKING:
@@ -446,6 +446,7 @@ class _Events:
             events = hits.signature_events(patterns)
             if len(events):
                 found[number] = events
+        tried = self._message_tries(prefilter, hits, found)
         keep = np.zeros(len(self.first), dtype=bool)
         for events in found.values():
             keep[events] = True
@@ -464,7 +465,39 @@ class _Events:
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, rows, matcher, entries, repeats)
+            yield self._batch(part, begin, end, found, tried, rows, matcher, entries, repeats)
+
+    def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
+        """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
+        one of its `message` regexes ended only in stack frames (a line after the first starting `\tat ` and a
+        name). A `message` regex is tried on single lines, the header's message or a later line that is no frame
+        (matcher.Fields.message_lines), so it can match only where its pattern ends in such a line: a rule that
+        reads a jar's name in the message (flink-version) is otherwise tried, and fails, on every stack trace."""
+        import numpy as np
+
+        if hits.which is None or hits.stop is None or not any(prefilter.messages[number] for number in found):
+            return found
+        wanted = sorted({p for number in found for p in prefilter.messages[number]})
+        at = np.isin(hits.which, wanted)
+        which, stop = hits.which[at], hits.stop[at]
+        line = np.searchsorted(self.starts, stop - 1, side="right") - 1
+        event = np.searchsorted(self.first, line, side="right") - 1
+        begin = self.starts[line]
+        frame = (line != self.first[np.maximum(event, 0)]) & (begin + 5 <= self.ends[line])
+        for offset, byte in ((0, 9), (1, 97), (2, 116), (3, 32)):  # a tab, "at ", then a name
+            frame &= self.data[np.minimum(begin + offset, len(self.data) - 1)] == byte
+        name = self.data[np.minimum(begin + 4, len(self.data) - 1)]
+        frame &= (name > 32) & (name < 127)
+        keep = ~frame & (event >= 0)
+        pairs = distinct(which[keep] * len(self.first) + event[keep])
+        pattern, of = np.divmod(pairs, len(self.first))
+        lines_of = {int(p): of[pattern == p] for p in distinct(pattern)}
+        tried = dict(found)
+        for number, events in found.items():
+            for p in prefilter.messages[number]:
+                events = np.intersect1d(events, lines_of.get(p, events[:0]), assume_unique=True)
+            tried[number] = events
+        return tried
 
     def _warned_groups(self, events: Positions) -> dict[int, int]:
         """Events at WARN level or above that no signature, metric or catalogue entry can match, reduced: per
@@ -517,18 +550,17 @@ class _Events:
         lines, owner = self._lines_but_frames(at, capped)
         files = None if self.files is None else np.flatnonzero(np.diff(self.files.of_line[lines])) + 1
         spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines], files)
-        return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_text)
+        return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_texts)
 
-    def _line_text(self, line: int) -> str:
-        """A line as its event's text holds it: without its line end (and a piece's marker byte)."""
-        begin = int(self.starts[line]) + int(self.piece[line])
-        end = int(self.ends[line])
-        data = self.data
-        if end > begin and data[end - 1] == 10:
-            end -= 1
-        if end > begin and data[end - 1] == 13:
-            end -= 1
-        return bytes(data[begin:end]).decode("utf-8")
+    def _line_texts(self, lines: Positions) -> list[str]:
+        """The lines as their event's text holds them: without the line end (and a piece's marker byte)."""
+        import numpy as np
+
+        begin = self.starts[lines] + self.piece[lines]
+        end = self.ends[lines].copy()
+        for byte in (10, 13):  # a newline, then a carriage return before it
+            end -= (end > begin) & (self.data[np.maximum(end - 1, 0)] == byte)
+        return _spans(self.data, begin, end).to_pylist()  # type: ignore[no-any-return]
 
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
@@ -554,6 +586,7 @@ class _Events:
         begin: Positions,
         end: Positions,
         found: dict[int, Positions],
+        tried: dict[int, Positions],
         rows: Positions,
         matcher: Matcher | None,
         entries: Candidates,
@@ -567,11 +600,12 @@ class _Events:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text, masked = _masked(text)
         sigs = _signature_lists(found, rows, len(keep))
+        tries = sigs if tried is found else _signature_lists(tried, rows, len(keep))
         first, part = self.first[keep], self.part
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
         fields = _header_fields(part, text, headerless)
-        matches, measured = _matches(matcher, part, text, sigs, fields, found, rows)
+        matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(matcher, text, masked, keep, entries, level, headerless | ~self.header[first], part)
         batch = pa.RecordBatch.from_arrays(
@@ -659,11 +693,15 @@ def _entry_hits(
             if found is None or found:
                 found_of[row] = found if found is not None else []
     rows = list(found_of)
-    texts = text.take(pa.array(rows, pa.int64())).to_pylist()
     levels = level.take(pa.array(rows, pa.int64())).to_pylist()
-    for row, value, lvl in zip(rows, texts, levels, strict=True):
-        found = entry_hits(index, value, entries.entries[int(keep[row])]) if masked[row] else found_of[row]
-        if found and (pasted or lvl in WARN_WORDS or bool(headerless[row]) or TRACE.search(value)):
+    evident = [pasted or lvl in WARN_WORDS or bool(headerless[row]) for row, lvl in zip(rows, levels, strict=True)]
+    # the text only where it is read: matched again (masking changed it), or searched for a trace (a stack trace's
+    # text is most of a part's kept bytes, and turning it into Python strings cost more than the search)
+    read = [row for row, known in zip(rows, evident, strict=True) if masked[row] or not known]
+    texts = dict(zip(read, text.take(pa.array(read, pa.int64())).to_pylist(), strict=True))
+    for row, known in zip(rows, evident, strict=True):
+        found = entry_hits(index, texts[row], entries.entries[int(keep[row])]) if masked[row] else found_of[row]
+        if found and (known or TRACE.search(texts[row])):
             out[row] = found
     return _sparse_lists(len(keep), out, _entries_type())
 
@@ -975,12 +1013,15 @@ def _matches(
     part: Part,
     text: pa.Array,
     sigs: pa.ListArray,
+    tries: pa.ListArray,
+    masked: Flags,
     fields: dict[str, pa.Array],
     found: dict[int, Positions],
     rows: Positions,
 ) -> tuple[pa.ListArray, pa.ListArray]:
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
-    metrics' measures of its lines (measure.py, in bulk)."""
+    metrics' measures of its lines (measure.py, in bulk). The signatures tried on a row are its `tries`
+    (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes')."""
     import numpy as np
     import pyarrow as pa
 
@@ -988,9 +1029,18 @@ def _matches(
     if matcher is None:
         return _sparse_lists(len(text), matches, _matches_type()), _sparse_lists(len(text), {}, measures_type())
     first_metric = matcher.first_metric
-    offsets = sigs.offsets.to_numpy()
-    numbers = sigs.values.to_numpy()
-    rule_rows = np.unique(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
+    offsets, numbers = sigs.offsets.to_numpy(), sigs.values.to_numpy()
+    if tries is not sigs:  # a masked row tries all its signatures, every other row its tries
+        rows_of = np.repeat(np.arange(len(text)), np.diff(offsets))
+        tried_rows = np.repeat(np.arange(len(text)), np.diff(tries.offsets.to_numpy()))
+        own, other = masked[rows_of], ~masked[tried_rows]
+        row = np.concatenate([rows_of[own], tried_rows[other]])
+        numbers = np.concatenate([numbers[own], tries.values.to_numpy()[other]])
+        order = np.lexsort((numbers, row))
+        numbers = numbers[order]
+        offsets = np.zeros(len(text) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
+    rule_rows = distinct(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
     if len(rule_rows):
         texts = text.take(pa.array(rule_rows)).to_pylist()
         message, level = (
