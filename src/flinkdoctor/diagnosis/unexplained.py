@@ -48,7 +48,6 @@ LEVEL_ONLY = ("error-event",)
 UNTIMED_CLOSENESS = 0.25  # a template with no time cannot be placed near the failure
 MAX_TEMPLATES = 20_000  # templates collected to the driver per bundle (a bundle rarely has more than a few hundred)
 FEW = 20_000  # up to this many WARN+ events are grouped on the driver
-TEXT_MAX = 600  # chars of the evidence line
 SEVERITY = {level: rank for rank, level in enumerate(("WARN", "WARNING", "ERROR", "FATAL"))}
 
 # (name, Java/Python regex of a variable part). Applied in this order, each part becoming <name>; the same regexes
@@ -158,9 +157,10 @@ def collect_templates(
     When the scan tasks counted at most FEW `warned` events, Spark masks them and the driver groups them: two
     shuffles cost more than the grouping for a small bundle (the warm path's largest query).
 
-    Reads only the events contract columns: sid, time, level, logger, host, message, text and the line numbers,
-    and `repeats`: of the WARN+ events of a part that no rule, metric or catalogue entry can match and that share
-    a logger, message and level, the scan keeps the first and the last, the first standing for all but the last."""
+    Reads only the events contract columns: sid, time, level, logger, host, message, head (an event's first
+    line: never the whole text) and the line numbers, and `repeats`: of the WARN+ events of a part that no rule,
+    metric or catalogue entry can match and that share a logger, message and level, the scan keeps the first and
+    the last, the first standing for all but the last."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -171,9 +171,9 @@ def collect_templates(
         known = keys_frame(spark, explained, "sid int, line long")
         warn = warn.join(F.broadcast(known), ["sid", "line"], "left_anti")
     severity = F.expr("CASE level " + " ".join(f"WHEN '{lv}' THEN {n}" for lv, n in SEVERITY.items()) + " ELSE -1 END")
-    evidence = F.struct(
-        "sid", "line", "time", "host", F.substring(F.substring_index("text", "\n", 1), 1, TEXT_MAX).alias("text")
-    )
+    # the evidence line is the event's `head` (its first line, cut as the scan cuts it: HEAD_MAX chars), written
+    # by the scan for WARN+ events: reading `text` for it decoded every kept event's whole text
+    evidence = F.struct("sid", "line", "time", "host", F.col("head").alias("text"))
     order = F.struct(F.col("time").isNull(), "time", "sid", "line")
     if warned is not None and warned <= FEW:
         return _grouped_here(
