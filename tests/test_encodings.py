@@ -33,12 +33,16 @@ def kept_events(report: dict, path: str) -> list[tuple[str, int]]:
     bundle): WARN+ events nothing can match are reduced to the first and last of each logger, message and
     level, the first standing for every one before the last (`repeats`)."""
     sid = next(i for i, s in enumerate(report["input"]["sources"]) if s["path"] == path)
-    columns = ["sid", "text", "repeats", "head"]
+    from flinkdoctor.scan.headers import WARN_WORDS
+    from flinkdoctor.scan.scanner import HEAD_MAX
+
+    columns = ["sid", "text", "repeats", "level", "head"]
     table = pq.read_table(Path(report["work_dir"]) / "events.parquet", columns=columns).to_pydict()
-    rows = zip(table["sid"], table["text"], table["repeats"], table["head"], strict=True)
-    kept = [(text, repeats or 1, head) for s, text, repeats, head in rows if s == sid]
-    assert all(head == text.split("\n")[0] for text, _, head in kept)  # the unexplained errors' evidence line
-    return [(text, repeats) for text, repeats, _ in kept]
+    rows = zip(table["sid"], table["text"], table["repeats"], table["level"], table["head"], strict=True)
+    kept = [(text, repeats or 1, level, head) for s, text, repeats, level, head in rows if s == sid]
+    for text, _, level, head in kept:  # the unexplained errors' evidence line: a WARN+ event's first line, cut
+        assert head == (text.split("\n")[0][:HEAD_MAX] if level in WARN_WORDS else None)
+    return [(text, repeats) for text, repeats, _, _ in kept]
 
 
 def test_a_gbk_message_beside_a_taskmanager_log_is_read_and_shown(diagnose_bundle, tmp_path):

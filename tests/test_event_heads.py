@@ -4,6 +4,7 @@ logs of the lab's 1.20.3 recordings (tests/data/lab), whose WARN and ERROR event
 
 from __future__ import annotations
 
+import re
 import tarfile
 from pathlib import Path
 
@@ -16,9 +17,19 @@ pytestmark = pytest.mark.unit
 RECORDING = "checkpoint-timeout"  # its TaskManager logs a declined checkpoint at WARN with its stack trace
 
 
-@pytest.fixture(scope="module")
-def scanned(rules, tmp_path_factory) -> tuple[list[dict], dict[int, list[str]]]:
-    """The kept events of the recording's logs, and each source's lines as the file holds them."""
+def _logs(recording: str) -> dict[str, bytes]:
+    """The recording's Flink logs (its `log/*.log`), by file name."""
+    with tarfile.open(DATA / "lab" / "1.20.3" / f"{recording}.tar.gz") as archive:
+        return {
+            Path(m.name).name: archive.extractfile(m).read()  # type: ignore[union-attr]
+            for m in archive.getmembers()
+            if m.name.endswith(".log") and "/log/" in m.name
+        }
+
+
+def _scan(rules, logs: dict[str, bytes], work: Path) -> tuple[list[dict], dict[int, list[str]]]:
+    """The kept events of the logs, scanned as the scan tasks scan them, and each source's lines as the file holds
+    them."""
     from flinkdoctor.analytics import load_metrics
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
     from flinkdoctor.scan.matcher import build_matcher
@@ -26,18 +37,23 @@ def scanned(rules, tmp_path_factory) -> tuple[list[dict], dict[int, list[str]]]:
     from flinkdoctor.sources.ingest import ingest
 
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
-    folder = tmp_path_factory.mktemp("bundle")
-    with tarfile.open(DATA / "lab" / "1.20.3" / f"{RECORDING}.tar.gz") as archive:
-        for member in archive.getmembers():
-            if member.name.endswith(".log") and "/log/" in member.name:
-                (folder / Path(member.name).name).write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
-    manifest = ingest([folder], tmp_path_factory.mktemp("work"))
+    folder = work / "bundle"
+    folder.mkdir()
+    for name, data in logs.items():
+        (folder / name).write_bytes(data)
+    manifest = ingest([folder], work / "work")
     lines = {s.id: Path(s.staged).read_text("utf-8").split("\n") for s in manifest.text_sources}
     rows = []
     for part in [p for task in plan(manifest.text_sources, SPLIT_BYTES) for p in task]:
         for out in scan_part(part, matcher.prefilter, matcher):
             rows += [] if isinstance(out, PartStats) else out.to_pylist()
     return rows, lines
+
+
+@pytest.fixture(scope="module")
+def scanned(rules, tmp_path_factory) -> tuple[list[dict], dict[int, list[str]]]:
+    """The kept events of the recording's logs, and each source's lines as the file holds them."""
+    return _scan(rules, _logs(RECORDING), tmp_path_factory.mktemp("scan"))
 
 
 def test_a_warn_or_error_event_s_head_is_its_first_line_in_the_file(scanned):
@@ -59,3 +75,24 @@ def test_other_events_have_no_head(scanned):
     others = [row for row in rows if row["level"] not in WARN_WORDS]
     assert others, "the recording keeps INFO events a rule matches"
     assert all(row["head"] is None for row in others)
+
+
+def test_a_head_is_its_first_line_cut_at_head_max_characters(rules, tmp_path):
+    """RocksDB's unusable local directory is logged at ERROR with the directory as configured
+    (`state.backend.rocksdb.localdir`): the recording's logs, with the directory they name replaced by a deeper one
+    of non-ASCII names (what Flink prints when it is configured so), hold an ERROR line of more than HEAD_MAX
+    characters (and more bytes still). Its head is the line's first HEAD_MAX characters: cut by characters, not
+    bytes, never past the first line."""
+    from flinkdoctor.scan.scanner import HEAD_MAX
+
+    logs = _logs("rocksdb-local-dir-unusable")
+    named = re.compile(rb"Local DB files directory '([^']+)' does not exist")
+    directory = next(m.group(1) for data in logs.values() if (m := named.search(data)))
+    deeper = directory + "".join(f"/état-{n:03d}" for n in range(90)).encode("utf-8")
+    rows, lines = _scan(rules, {name: data.replace(directory, deeper) for name, data in logs.items()}, tmp_path)
+    long = [row for row in rows if row["level"] == "ERROR" and deeper.decode("utf-8") in row["text"]]
+    assert long, "the recording logs the unusable directory at ERROR"
+    for row in long:
+        line = lines[row["sid"]][row["first_rel"] - 1]
+        assert len(line) > HEAD_MAX and line.startswith(row["head"])
+        assert len(row["head"]) == HEAD_MAX < len(row["head"].encode("utf-8"))

@@ -175,7 +175,9 @@ class Builder:
         """`keyed`: the rows come unreduced (metrics._reduced) with what Spark would group and order them by;
         `columns` keeps one row per group, the one Spark's `min_by` keeps. Unkeyed rows may be reduced too, the
         few that can share a group only (`shared`, `reduce_shared`): a long run's checkpoints are each one
-        trigger and one completion, and every row's keys would double the columns while they are read."""
+        trigger and one completion, and every row's keys would double the columns while they are read. The
+        product reads keyless (metrics._read_split); `keyed` is kept as the reference the tests hold that read to
+        (every row's keys, one reduction at the end)."""
         import numpy as np
 
         self._jobs: dict[str, int] = {}

@@ -485,14 +485,14 @@ class _Events:
         event = np.searchsorted(self.first, line, side="right") - 1
         begin = self.starts[line]
         frame = (line != self.first[np.maximum(event, 0)]) & (begin + 5 <= self.ends[line])
-        for offset, byte in ((0, 9), (1, 97), (2, 116), (3, 32)):  # a tab, "at ", then a name
-            frame &= self.data[np.minimum(begin + offset, len(self.data) - 1)] == byte
+        frame &= _tab_at(self.data, begin, len(self.data) - 1)  # then a name: a frame as the matcher reads one
         name = self.data[np.minimum(begin + 4, len(self.data) - 1)]
         frame &= (name > 32) & (name < 127)
         keep = ~frame & (event >= 0)
         pairs = distinct(which[keep] * len(self.first) + event[keep])
         pattern, of = np.divmod(pairs, len(self.first))
-        lines_of = {int(p): of[pattern == p] for p in distinct(pattern)}
+        cuts = np.flatnonzero(np.diff(pattern)) + 1  # (the pairs are sorted by pattern: one split)
+        lines_of = dict(zip(pattern[np.append(0, cuts)].tolist(), np.split(of, cuts), strict=True)) if len(of) else {}
         tried = dict(found)
         for number, events in found.items():
             for p in prefilter.messages[number]:
@@ -576,9 +576,7 @@ class _Events:
         top: int | Positions = len(self.data) - 1  # no byte past the file's last is read
         if self.files is not None:
             top = np.append(self.files.offsets[1:], len(self.data))[self.files.of_line[lines]] - 1
-        frame = self.data[at] == 9  # a tab, then "at "
-        for offset, byte in ((1, 97), (2, 116), (3, 32)):
-            frame &= self.data[np.minimum(at + offset, top)] == byte
+        frame = _tab_at(self.data, at, top)
         return lines[~frame], owner[~frame]
 
     def _batch(
@@ -878,19 +876,35 @@ def _schema() -> pa.Schema:
     )
 
 
+def _tab_at(data: Bytes, at: Positions, top: int | Positions) -> Flags:
+    """Per line start `at`, whether the line starts a `\tat ` stack frame (no byte past `top` is read): the one
+    test of the bytes the scan calls a frame."""
+    import numpy as np
+
+    frame: Flags = data[np.minimum(at, top)] == 9  # a tab, then "at "
+    for offset, byte in ((1, 97), (2, 116), (3, 32)):
+        frame &= data[np.minimum(at + offset, top)] == byte
+    return frame
+
+
 def _heads(text: pa.Array, level: pa.Array) -> pa.Array:
     """Of each WARN+ event, its (masked) text's first line, at most HEAD_MAX chars; null for the others. The
     unexplained errors read it for their evidence instead of `text`, whose decoding (every kept event's whole
-    text, before the level is filtered) was about half of their time on a large bundle."""
+    text, before the level is filtered) was about half of their time on a large bundle. Only the WARN+ rows are
+    cut: a production part keeps hundreds of thousands of INFO measures for a dozen warnings."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    warn = pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False)
-    if not pc.any(warn).as_py():
+    warn = pc.indices_nonzero(pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False))
+    if not len(warn):
         return pa.nulls(len(text), pa.string())
     # the first HEAD_MAX chars, then up to the first line end: the first line cut to HEAD_MAX chars
-    first = pc.list_element(pc.split_pattern(pc.utf8_slice_codeunits(text, 0, HEAD_MAX), "\n", max_splits=1), 0)
-    return pc.if_else(warn, first.cast(pa.string()), pa.scalar(None, pa.string()))
+    cut = pc.utf8_slice_codeunits(text.take(warn), 0, HEAD_MAX)
+    first = pc.list_element(pc.split_pattern(cut, "\n", max_splits=1), 0).cast(pa.string())
+    at = np.full(len(text), -1, dtype=np.int64)  # each row's place among the WARN+ rows, -1: none (null)
+    at[warn.to_numpy()] = np.arange(len(warn))
+    return first.take(pa.array(at, mask=at < 0))
 
 
 def _masked(text: pa.Array) -> tuple[pa.Array, Flags]:
