@@ -9,6 +9,7 @@ standalone cluster or the warm path's server). A test that starts Spark without 
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,13 @@ def line_at(path: Path, number: int) -> str:
             if index == number:
                 return raw.rstrip(b"\n").rstrip(b"\r").decode("utf-8", "replace")
     raise AssertionError(f"{path} has fewer than {number} lines")
+
+
+def lab_logs_of(recording: str, version: str = "1.20.3") -> dict[str, bytes]:
+    """A lab recording's Flink logs (its `log/*.log`), by file name."""
+    with tarfile.open(DATA / "lab" / version / f"{recording}.tar.gz") as archive:
+        return {
+            Path(m.name).name: archive.extractfile(m).read()  # type: ignore[union-attr]
+            for m in archive.getmembers()
+            if m.name.endswith(".log") and "/log/" in m.name
+        }

@@ -5,26 +5,15 @@ logs of the lab's 1.20.3 recordings (tests/data/lab), whose WARN and ERROR event
 from __future__ import annotations
 
 import re
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from conftest import lab_logs_of
 
 pytestmark = pytest.mark.unit
 
 RECORDING = "checkpoint-timeout"  # its TaskManager logs a declined checkpoint at WARN with its stack trace
-
-
-def _logs(recording: str) -> dict[str, bytes]:
-    """The recording's Flink logs (its `log/*.log`), by file name."""
-    with tarfile.open(DATA / "lab" / "1.20.3" / f"{recording}.tar.gz") as archive:
-        return {
-            Path(m.name).name: archive.extractfile(m).read()  # type: ignore[union-attr]
-            for m in archive.getmembers()
-            if m.name.endswith(".log") and "/log/" in m.name
-        }
 
 
 def _scan(rules, logs: dict[str, bytes], work: Path) -> tuple[list[dict], dict[int, list[str]]]:
@@ -53,7 +42,7 @@ def _scan(rules, logs: dict[str, bytes], work: Path) -> tuple[list[dict], dict[i
 @pytest.fixture(scope="module")
 def scanned(rules, tmp_path_factory) -> tuple[list[dict], dict[int, list[str]]]:
     """The kept events of the recording's logs, and each source's lines as the file holds them."""
-    return _scan(rules, _logs(RECORDING), tmp_path_factory.mktemp("scan"))
+    return _scan(rules, lab_logs_of(RECORDING), tmp_path_factory.mktemp("scan"))
 
 
 def test_a_warn_or_error_event_s_head_is_its_first_line_in_the_file(scanned):
@@ -85,7 +74,7 @@ def test_a_head_is_its_first_line_cut_at_head_max_characters(rules, tmp_path):
     bytes, never past the first line."""
     from flinkdoctor.scan.scanner import HEAD_MAX
 
-    logs = _logs("rocksdb-local-dir-unusable")
+    logs = lab_logs_of("rocksdb-local-dir-unusable")
     named = re.compile(rb"Local DB files directory '([^']+)' does not exist")
     directory = next(m.group(1) for data in logs.values() if (m := named.search(data)))
     deeper = directory + "".join(f"/état-{n:03d}" for n in range(90)).encode("utf-8")

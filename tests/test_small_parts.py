@@ -7,12 +7,11 @@ logs of the lab's 1.20.3 recordings (tests/data/lab), which measure checkpoints.
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from conftest import lab_logs_of
 
 pytestmark = pytest.mark.unit
 
@@ -27,15 +26,6 @@ def matcher(rules):
     return build_matcher(rules, tuple(m.line for m in load_metrics()))
 
 
-def _logs(scenario: str) -> dict[str, bytes]:
-    with tarfile.open(DATA / "lab" / "1.20.3" / f"{scenario}.tar.gz") as archive:
-        return {
-            Path(m.name).name: archive.extractfile(m).read()  # type: ignore[union-attr]
-            for m in archive.getmembers()
-            if m.name.endswith(".log") and "/log/" in m.name
-        }
-
-
 def _scanned(tmp_path: Path, scenario: str, matcher) -> list[dict]:
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
     from flinkdoctor.scan.scanner import PartStats, scan_part
@@ -43,7 +33,7 @@ def _scanned(tmp_path: Path, scenario: str, matcher) -> list[dict]:
 
     folder = tmp_path / scenario
     folder.mkdir(parents=True)
-    for name, data in _logs(scenario).items():
+    for name, data in lab_logs_of(scenario).items():
         (folder / name).write_bytes(data)
     manifest = ingest([folder], tmp_path / f"{scenario}-in")
     rows = []
