@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_small_parts import _logs
 
-from conftest import DATA
+from conftest import DATA, lab_logs_of
 
 pytestmark = pytest.mark.unit
 
@@ -44,7 +43,7 @@ def _scanned(tmp_path, matcher, kind: str) -> list[dict]:
 
     folder = tmp_path / kind
     folder.mkdir()
-    for name, data in _logs("gc-pause").items():
+    for name, data in lab_logs_of("gc-pause").items():
         (folder / name).write_bytes(_variant(data, kind))
     manifest = ingest([folder], tmp_path / f"{kind}-in")
     rows = []
