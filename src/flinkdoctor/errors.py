@@ -66,6 +66,14 @@ class InputChanged(OSError):
     def __init__(self, path: str, how: str):
         super().__init__(f"{self.MARK}{path} ({how})")
 
+    @classmethod
+    def unreadable(cls, path: str, err: OSError) -> InputChanged:
+        """The input gone, or unreadable now (replaced by a folder, its permissions taken): named by the reason
+        only, as an OS message repeats the path raw."""
+        if isinstance(err, FileNotFoundError):
+            return cls(path, "it is gone")
+        return cls(path, f"it cannot be read now: {err.strerror or type(err).__name__}")
+
 
 DISK_FULL = {errno.ENOSPC: "no space left", errno.EFBIG: "file size limit", errno.EDQUOT: "disk quota"}
 # the same, as a Spark task's failure reports it (its text is all the driver gets)

@@ -88,10 +88,8 @@ def _size_to_read(source: Source) -> int:
     shown = shown_input(staged)
     try:
         found = os.stat(staged)
-    except FileNotFoundError as err:
-        raise InputChanged(shown, "it is gone") from err
     except OSError as err:
-        raise InputChanged(shown, f"it cannot be read now: {err.strerror or err}") from err
+        raise InputChanged.unreadable(shown, err) from err
     if not stat.S_ISREG(found.st_mode):
         raise InputChanged(shown, "it is no longer a file")
     now = found.st_size

@@ -1155,9 +1155,9 @@ def _changed(part: Part, size: int | None, err: OSError | None = None) -> InputC
 
     if size is not None:
         return InputChanged(shown_input(part.path), f"{part.size:,} bytes when read, {size:,} now")
-    why = err.strerror if err is not None and err.strerror else err  # (its own text repeats the path)
-    how = "it is gone" if isinstance(err, FileNotFoundError) else f"it cannot be read now: {why}"
-    return InputChanged(shown_input(part.path), how)
+    if err is None:
+        return InputChanged(shown_input(part.path), "it cannot be read now")
+    return InputChanged.unreadable(shown_input(part.path), err)
 
 
 def _open(path: str) -> pa.NativeFile:
