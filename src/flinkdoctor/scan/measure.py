@@ -11,10 +11,11 @@ in the event.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import TYPE_CHECKING
 
-from ..knowledge.regexes import python_regex
+from ..knowledge.regexes import parse, python_regex, sre
 from .prefilter import Positions, distinct
 from .re2 import extract, matching, re2_regex, unicode_classes
 
@@ -92,6 +93,10 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
     pattern = python_regex(regex)
     names = sorted(pattern.groupindex, key=pattern.groupindex.__getitem__)  # the order groupdict() gives
     mostly_matching = len(flat) <= MOSTLY_MATCHING * len(cand)
+    if len(flat) >= FEW_LINES and (anchored := _from_literal(regex)) is not None:  # RE2 decides and reads
+        hit, values = _captured(flat, pattern, names, *anchored)
+        lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
+        return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
     if len(flat) >= FEW_LINES and not mostly_matching and re2_regex(regex) is not None:  # RE2 decides, `re` reads
         hit = matching(flat, regex)
         found = [pattern.search(value) for value in flat.take(pa.array(hit)).to_pylist()] if names else []
@@ -106,6 +111,95 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
     values = [pa.array([m[name] for m in found], pa.string()) for name in names]  # type: ignore[index]
     lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
     return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
+
+
+@cache
+def _from_literal(regex: str) -> tuple[str, str] | None:
+    """(the literal every match of `regex` starts with, the regex for RE2 anchored at that literal, for ASCII
+    text) when RE2 can take its groups where Python's `re` would: the regex starts with a literal (no flags), RE2
+    reads it exactly (re2_regex), it has named groups and none of them can match an empty text (RE2 gives "" for a
+    group that took no part, Python None). None otherwise."""
+    tree = parse(regex)
+    if tree.state.flags & ~sre.SRE_FLAG_UNICODE or not tree.state.groupdict or re2_regex(regex, True) is None:
+        return None
+    literal = ""
+    for op, av in tree:
+        if op is not sre.LITERAL or av >= 128:
+            break
+        literal += chr(av)
+    if len(literal) < 4:
+        return None
+    for number in tree.state.groupdict.values():
+        if _group_width(tree, number) < 1:
+            return None
+    return literal, f"\\A(?:{re2_regex(regex, True)})"
+
+
+def _group_width(tree: object, number: int) -> int:
+    """The fewest characters group `number` of the parse tree `tree` can match (0 when not found)."""
+    for op, av in tree:  # type: ignore[attr-defined]
+        if op is sre.SUBPATTERN:
+            if av[0] == number:
+                return int(av[3].getwidth()[0])
+            found = _group_width(av[3], number)
+            if found:
+                return found
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            found = _group_width(av[2], number)
+            if found:
+                return found
+        elif op is sre.BRANCH:
+            for branch in av[1]:
+                found = _group_width(branch, number)
+                if found:
+                    return found
+    return 0
+
+
+def _captured(
+    lines: pa.Array, pattern: re.Pattern[str], names: list[str], literal: str, anchored: str
+) -> tuple[Positions, list[pa.Array]]:
+    """(the lines `pattern` matches, ascending; its named groups' values on them, null where a group took no part),
+    by RE2 from the first place of `literal` in each ASCII line: a match can start nowhere else before it, so the
+    match RE2 finds there is the one Python's search finds. A line without the literal has no match; a line where
+    none starts there (it may, further on) or a line beyond ASCII is searched by Python's `re`."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False)
+    at = np.where(plain, pc.find_substring(lines, literal).to_numpy(zero_copy_only=False), -1)
+    tried = np.flatnonzero(at >= 0)
+    large = lines.cast(pa.large_string())
+    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + len(large) + 1]
+    data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    found = pc.extract_regex(_cut(data, offsets[tried] + at[tried], offsets[tried + 1]), anchored)
+    matched = found.is_valid().to_numpy(zero_copy_only=False)
+    by_re2 = tried[matched]
+    searched = np.sort(np.concatenate([np.flatnonzero(~plain), tried[~matched]]))
+    by_python = [pattern.search(value) for value in lines.take(pa.array(searched)).to_pylist()]
+    more = np.array([m is not None for m in by_python], dtype=bool)
+    hit = np.concatenate([by_re2, searched[more]])
+    order = np.argsort(hit, kind="stable")
+    none = pa.scalar(None, pa.string())
+    values = []
+    for name in names:
+        captured = found.field(name).filter(pa.array(matched))
+        captured = pc.if_else(pc.equal(captured, ""), none, captured)  # no group matches "": "" took no part
+        other = pa.array([m[name] for m in by_python if m is not None], pa.string())
+        values.append(pa.concat_arrays([captured.cast(pa.string()), other]).take(pa.array(order)))
+    return hit[order], values
+
+
+def _cut(data: npt.NDArray[np.uint8], begin: Positions, end: Positions) -> pa.Array:
+    """The byte spans [begin, end) of `data` as a string array (one copy)."""
+    import numpy as np
+    import pyarrow as pa
+
+    bounds = np.empty(2 * len(begin) + 1, dtype=np.int64)
+    bounds[0:-1:2], bounds[1::2], bounds[-1] = begin, end, end[-1] if len(end) else 0
+    both = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(data))
+    return both.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
 
 
 def _captures(names: list[str], values: list[pa.Array], n: int) -> pa.MapArray:
