@@ -95,7 +95,7 @@ def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Mea
     mostly_matching = len(flat) <= MOSTLY_MATCHING * len(cand)
     if len(flat) >= FEW_LINES and (anchored := _from_literal(regex)) is not None:  # RE2 decides and reads
         hit, values = _captured(flat, pattern, names, *anchored)
-        lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
+        lines = pc.utf8_rtrim(flat if len(hit) == len(flat) else flat.take(pa.array(hit)), characters=SPACES)
         return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
     if len(flat) >= FEW_LINES and not mostly_matching and re2_regex(regex) is not None:  # RE2 decides, `re` reads
         hit = matching(flat, regex)
@@ -184,10 +184,12 @@ def _captured(
     none = pa.scalar(None, pa.string())
     values = []
     for name in names:
-        captured = found.field(name).filter(pa.array(matched))
-        captured = pc.if_else(pc.equal(captured, ""), none, captured)  # no group matches "": "" took no part
-        other = pa.array([m[name] for m in by_python if m is not None], pa.string())
-        values.append(pa.concat_arrays([captured.cast(pa.string()), other]).take(pa.array(order)))
+        captured = found.field(name) if matched.all() else found.field(name).filter(pa.array(matched))
+        captured = pc.if_else(pc.equal(captured, ""), none, captured).cast(pa.string())  # "": it took no part
+        if len(by_python):
+            other = pa.array([m[name] for m in by_python if m is not None], pa.string())
+            captured = pa.concat_arrays([captured, other]).take(pa.array(order))
+        values.append(captured)
     return hit[order], values
 
 
