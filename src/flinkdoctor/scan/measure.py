@@ -1,12 +1,14 @@
 """The metrics' measures of the kept events, taken over Arrow arrays: no Python per event, only per match.
 
 A metric's line regex (knowledge/metrics.yaml) is tried on every line of the events the pass found it can match
-in (prefilter.py): the events are split into lines, and RE2 (re2.py: the regex as RE2 finds exactly what
-Python's `re` finds) says which lines match, all at once; Python's `re` then takes the groups of the matching
-lines only (RE2's own extraction is slower than Python's for these regexes). A regex RE2 cannot read exactly is
-run by Python's `re` on every candidate line. Each matching line is a measure: the metric's position, the line's
-index in its event, the line (without trailing blanks), the groups that took part, and a job id found elsewhere
-in the event.
+in (prefilter.py): the events are split into lines. A regex that starts with a literal (every checkpoint line's
+does) is run by RE2 (re2.py: the regex as RE2 finds exactly what Python's `re` finds) anchored at the literal's
+first place in each line, which decides the match and takes its groups in one pass (_captured; RE2's unanchored
+extraction is slower than Python's search for these regexes, the anchored one faster). Otherwise RE2 says which
+lines match, all at once, and Python's `re` takes the groups of the matching lines only; a regex RE2 cannot read
+exactly is run by Python's `re` on every candidate line. Each matching line is a measure: the metric's position,
+the line's index in its event, the line (without trailing blanks), the groups that took part, and a job id found
+elsewhere in the event (read off the bytes after `job ` where they decide it, else by the regex).
 """
 
 from __future__ import annotations
