@@ -10,9 +10,9 @@ letters Python folds together, anchors as Python means them, groups without a na
 RE2 cannot mean the same way (\\b, \\B, look-arounds, back references, possessive and atomic parts, long
 bounded repeats, case folding outside ASCII) makes it None: Python's `re` then runs that regex.
 
-A group that always matches as many characters at the same place from the text's start (a header's timestamp)
-is cut out there instead of captured (positional_groups): RE2 captures up to four groups in its fast one-pass
-engine, and a Flink header has five.
+A group that always matches the same number of characters at the same place from the text's start (a header's
+timestamp) is cut out there instead of captured (positional_groups): RE2 captures up to four groups in its fast
+one-pass engine, and a Flink header has five.
 """
 
 from __future__ import annotations
