@@ -246,9 +246,10 @@ def _jobs(text: pa.Array, rows: Positions) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
-    start, undecided = _jobs_by_bytes(text, rows)
+    large = text.cast(pa.large_string())  # one cast: the offsets found are in its bytes
+    start, undecided = _jobs_by_bytes(large, rows)
     found = np.flatnonzero(start >= 0)
-    data = np.frombuffer(text.cast(pa.large_string()).buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
     ids = _windows(data, start[found])  # ASCII hex digits: 32 characters each
     sizes = np.arange(0, 32 * len(found) + 1, 32, dtype=np.int32)
     parts = [pa.StringArray.from_buffers(len(found), pa.py_buffer(sizes), pa.py_buffer(ids.tobytes()))]
@@ -271,17 +272,17 @@ def _jobs_by_regex(text: pa.Array, rows: Positions) -> pa.Array:
     return pc.if_else(pc.equal(job, ""), pa.scalar(None, pa.string()), job).cast(pa.string())
 
 
-def _jobs_by_bytes(text: pa.Array, rows: Positions) -> tuple[Positions, Positions]:
-    """(per row of `text`, the byte offset of the job id JOB_IN_EVENT finds in it, -1: none or not decided here;
+def _jobs_by_bytes(text: pa.LargeStringArray, rows: Positions) -> tuple[Positions, Positions]:
+    """(per row of `text`, the byte offset in its data of the job id JOB_IN_EVENT finds in it, -1: none or not
+    decided here;
     the rows of `rows` left to the regex). A row with no `/chk-` can match only `job ` then 32 hex digits, with
     no word character before or after; where each `job ` of a row has ASCII bytes around it, those say which is
     the first that matches (or that none does). A row with a `/chk-`, or with a byte beyond ASCII at such a
-    boundary (which may or may not be a letter), is left to the regex. numpy looks only at the `j`s and `k`s:
+    boundary (which may or may not be a letter), is left to the regex. numpy looks only at the `j`s and `/`s:
     RE2's search over every row's text cost a tenth of a production part's scan."""
     import numpy as np
     import pyarrow as pa
 
-    text = text.cast(pa.large_string())
     n = len(text)
     offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + n + 1]
     data = np.frombuffer(text.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
