@@ -77,8 +77,8 @@ def extract(
     whole = regex or re2_regex(java)
 
     def fast(ascii_rows: pa.Array) -> pa.Array:
-        if by_position and positional_groups(java):
-            return _positional(ascii_rows, java)
+        if by_position and 0 < len(positional_groups(java)) < len(parse(java).state.groupdict):
+            return _positional(ascii_rows, java)  # (Arrow's extraction needs a group left to capture)
         return pc.extract_regex(ascii_rows, ascii_only_regex or re2_regex(java, True))
 
     plain = pc.fill_null(pc.string_is_ascii(values), True).to_numpy(zero_copy_only=False)
