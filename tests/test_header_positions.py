@@ -115,3 +115,17 @@ def test_an_events_first_line_is_cut_at_its_first_newline():
     for array in (pa.array(texts), pa.array(texts).slice(5)):
         want = pc.list_element(pc.split_pattern(array, "\n", max_splits=1), 0)
         assert _first_lines(array).to_pylist() == want.to_pylist()
+
+
+def test_a_prefix_whose_every_group_is_positional_is_captured():
+    """A header prefix of fixed width with no other group (Arrow's extraction needs a group to capture): the
+    scan's extraction by position gives what the captured one gives, on every line."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.re2 import extract, positional_groups
+
+    prefix = r"(?<flinkdoctorHeader>^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\s)"
+    assert positional_groups(prefix) == (("flinkdoctorHeader", 0, 24),)
+    values = pa.array(lines())
+    found = extract(values, prefix, by_position=True).to_pylist()
+    assert found == extract(values, prefix).to_pylist() and any(found)
