@@ -9,6 +9,10 @@ parse tree of it: classes as the explicit sets of characters the running Python 
 letters Python folds together, anchors as Python means them, groups without a name not capturing. A construct
 RE2 cannot mean the same way (\\b, \\B, look-arounds, back references, possessive and atomic parts, long
 bounded repeats, case folding outside ASCII) makes it None: Python's `re` then runs that regex.
+
+A group that always matches the same number of characters at the same place from the text's start (a header's
+timestamp) is cut out there instead of captured (positional_groups): RE2 captures up to four groups in its fast
+one-pass engine, and a Flink header has five.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..knowledge.regexes import NodeArg, parse, sre
+from ..knowledge.regexes import NodeArg, parse, sre, sre_parse
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,12 +44,13 @@ class Inexact(ValueError):
 
 
 @cache
-def re2_regex(java: str, ascii_only: bool = False) -> str | None:
+def re2_regex(java: str, ascii_only: bool = False, uncaptured: frozenset[str] = frozenset()) -> str | None:
     """The regex in RE2's syntax, finding the same matches and named groups as Python's `re`; None if RE2
     cannot (module docstring). `ascii_only`: the same on texts of ASCII characters only, where its classes need
-    no characters outside ASCII (RE2 runs such classes several times faster)."""
+    no characters outside ASCII (RE2 runs such classes several times faster). `uncaptured`: named groups
+    written as groups that capture nothing (`positional_groups` takes them)."""
     tree = parse(java)
-    names = {number: name for name, number in tree.state.groupdict.items()}
+    names = {number: name for name, number in tree.state.groupdict.items() if name not in uncaptured}
     if tree.state.flags & (sre.SRE_FLAG_ASCII | sre.SRE_FLAG_LOCALE):
         return None
     try:
@@ -55,29 +60,101 @@ def re2_regex(java: str, ascii_only: bool = False) -> str | None:
     return ASCII_CLASS.sub(_ascii_part, text) if ascii_only else text
 
 
-def extract(values: pa.Array, java: str, ascii_only_regex: str | None = None, regex: str | None = None) -> pa.Array:
+def extract(
+    values: pa.Array,
+    java: str,
+    ascii_only_regex: str | None = None,
+    regex: str | None = None,
+    by_position: bool = False,
+) -> pa.Array:
     """pyarrow.compute.extract_regex of the regex (re2_regex, which must not be None) over `values`: its ASCII
-    rows with the regex's ASCII form, the others with the whole one."""
+    rows with the regex's ASCII form, the others with the whole one. `by_position`: on the ASCII rows, the
+    groups `positional_groups` finds are cut out at their places instead of captured (_positional)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fast, whole = ascii_only_regex or re2_regex(java, True), regex or re2_regex(java)
+    whole = regex or re2_regex(java)
+
+    def fast(ascii_rows: pa.Array) -> pa.Array:
+        if by_position and 0 < len(positional_groups(java)) < len(parse(java).state.groupdict):
+            return _positional(ascii_rows, java)  # (Arrow's extraction needs a group left to capture)
+        return pc.extract_regex(ascii_rows, ascii_only_regex or re2_regex(java, True))
+
     plain = pc.fill_null(pc.string_is_ascii(values), True).to_numpy(zero_copy_only=False)
     if plain.all():
-        return pc.extract_regex(values, fast)
+        return fast(values)
     if not plain.any():
         return pc.extract_regex(values, whole)
     at_plain, at_other = np.flatnonzero(plain), np.flatnonzero(~plain)
     both = pa.concat_arrays(
         [
-            pc.extract_regex(values.take(pa.array(at_plain)), fast),
+            fast(values.take(pa.array(at_plain))),
             pc.extract_regex(values.take(pa.array(at_other)), whole),
         ]
     )
     back = np.empty(len(values), dtype=np.int64)
     back[np.concatenate([at_plain, at_other])] = np.arange(len(values))
     return both.take(pa.array(back))
+
+
+@cache
+def positional_groups(java: str) -> tuple[tuple[str, int, int], ...]:
+    """The named groups of `java` that always match the same number of characters at the same place from the
+    start of the text, (name, first, end) in characters: a header's timestamp, first in its line. Where the
+    regex matches, such a group holds those characters, so it need not be captured: RE2 captures at most four
+    groups in its one-pass engine, several times faster than the one it needs for more (a Flink header has
+    five)."""
+    tree = parse(java)
+    names = {number: name for name, number in tree.state.groupdict.items()}
+    found: list[tuple[str, int, int]] = []
+    _positional_in(list(tree), 0, names, found)
+    return tuple(found)
+
+
+def _positional_in(
+    items: list[tuple[object, NodeArg]], at: int, names: dict[int, str], found: list[tuple[str, int, int]]
+) -> int | None:
+    """Walks `items` from character `at` (the text's start when `at` is 0), noting the fixed groups; the place
+    after them, or None once a width varies."""
+    for op, av in items:
+        if op is sre.AT:
+            if av not in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING) or at != 0:
+                return None
+            continue
+        low, high = sre_parse.SubPattern(None, [(op, av)]).getwidth()
+        if op is sre.SUBPATTERN and not av[1] and not av[2]:  # a group with no flags of its own
+            name = names.get(av[0]) if av[0] is not None else None
+            if low == high and name is not None:
+                found.append((name, at, at + low))
+            elif low != high:
+                _positional_in(list(av[3]), at, names, found)
+                return None
+        elif low != high:
+            return None
+        at += low
+    return at
+
+
+def _positional(values: pa.Array, java: str) -> pa.Array:
+    """extract's result on ASCII-only `values`: the regex without its positional groups captured, those groups
+    then cut from each matching text at their places (a character is a byte in ASCII text)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    places = {name: (first, end) for name, first, end in positional_groups(java)}
+    regex = re2_regex(java, True, frozenset(places))
+    found = pc.extract_regex(values, regex)
+    matched = found.is_valid()
+    none = pa.scalar(None, pa.string())
+    names = [name for name, _ in sorted(parse(java).state.groupdict.items(), key=lambda item: item[1])]
+    columns = [
+        pc.if_else(matched, pc.utf8_slice_codeunits(values, *places[name]), none)
+        if name in places
+        else found.field(name)
+        for name in names
+    ]
+    return pa.StructArray.from_arrays(columns, names=names, mask=pc.invert(matched))
 
 
 def matching(values: pa.Array, java: str) -> npt.NDArray[np.intp]:

@@ -938,7 +938,7 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    heads = pc.list_element(pc.split_pattern(text, "\n", max_splits=1), 0)
+    heads = _first_lines(text)
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
@@ -950,7 +950,7 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
     prefix = _header_prefix(layout.header)
     if prefix is None:
         return _header_fields_python(part, heads, headerless)
-    found = extract(heads, prefix)
+    found = extract(heads, prefix, by_position=True)
     names = {field.name for field in found.type}
     has_header = pa.array(~np.asarray(headerless, dtype=bool))
     none = pa.scalar(None, pa.string())
@@ -977,6 +977,22 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
         values[at] = [_float(v) if _float(v) is not None else np.nan for v in uptime.take(pa.array(at)).to_pylist()]
         columns["uptime"] = pa.array(values, pa.float64(), mask=np.isnan(values))
     return columns
+
+
+def _first_lines(text: pa.Array) -> pa.StringArray:
+    """Each text's first line (up to its first newline): a newline's place found in the texts' bytes by numpy,
+    not by splitting every text into lines (a tenth of a production part's scan)."""
+    import numpy as np
+    import pyarrow as pa
+
+    text = text.cast(pa.large_string())
+    n = len(text)
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + n + 1]
+    data = np.frombuffer(text.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
+    after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
+    end = np.append(newlines, offsets[-1])[after]
+    return _spans(data, offsets[:-1], np.minimum(end, offsets[1:]))
 
 
 PREFIX = "flinkdoctorHeader"  # the group holding what precedes the message

@@ -1,0 +1,131 @@
+"""The header fields the scan cuts out at their places instead of capturing them (re2.positional_groups: RE2's
+fast engine captures at most four groups, a Flink header has five) are the ones the layout's regex captures: on
+every line of the seeds, incidents, Loghub logs, a lab recording, a JVM's GC log, the JSON records and REST
+snapshots as staging writes them, and on look-alike variants of them (a timestamp in other scripts' digits,
+Unicode spaces), through the scan's own header extraction."""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from flinkdoctor.knowledge.regexes import python_regex
+from flinkdoctor.sources.layouts import load_layouts
+from tests.conftest import lab_logs_of
+from tests.test_shapes import JSON_LOGS, SHAPES, _read
+
+DATA = Path(__file__).parent / "data"
+LOOK_ALIKE = {d: [chr(0x660 + int(d)), chr(0xFF10 + int(d))] for d in "0123456789"}
+LOOK_ALIKE.update({" ": ["\u2003", "\xa0", "\x1c", "\x85"], ",": ["\uff0c"], "-": ["\u2010"], "[": ["\xe9"]})
+
+
+@cache
+def lines() -> list[str]:
+    """Every line of the real logs under tests/data (seeds, incidents, Loghub, a GC log), of one lab recording,
+    of the JSON records and the REST snapshots as staging writes them, then a variant of each with a few
+    look-alike characters in its first 40."""
+    import json
+
+    from flinkdoctor.sources.rest import render, rest_events
+
+    found: list[str] = []
+    for name in JSON_LOGS:
+        found += _read(SHAPES / "json" / name)[1]
+    for recording in sorted((DATA / "rest").glob("*/recording.json")):
+        for response in json.loads(recording.read_text("utf-8"))["responses"].values():
+            found += render(rest_events(response["body"])).splitlines()
+    for folder in ("seeds", "incidents", "loghub", "jvm"):
+        for path in sorted((DATA / folder).rglob("*")):
+            if path.is_file() and path.suffix not in (".json", ".md", ".yaml", ".gz", ".zip", ".tgz"):
+                found += path.read_bytes().decode("utf-8", "replace").splitlines()
+    for raw in lab_logs_of("checkpoint-timeout").values():
+        found += raw.decode("utf-8", "replace").splitlines()
+    rng = random.Random(7)
+    variants = []
+    for line in found:
+        chars = list(line)
+        for i in rng.sample(range(min(len(chars), 40)), min(len(chars), 40, 3)):
+            chars[i] = rng.choice(LOOK_ALIKE.get(chars[i], [chars[i]]))
+        variants.append("".join(chars))
+    return found + variants
+
+
+def test_a_flink_header_timestamp_is_cut_at_its_place():
+    """Flink's default layout: the timestamp is the one group of a fixed width at a fixed place."""
+    from flinkdoctor.scan.re2 import positional_groups
+    from flinkdoctor.scan.scanner import _header_prefix
+    from flinkdoctor.sources.layouts import layout_by_id
+
+    prefix = _header_prefix(layout_by_id("flink-log4j2").header)
+    assert prefix is not None
+    assert positional_groups(prefix) == (("ts", 0, len("2026-03-01 00:00:00,000")),)
+
+
+def _positional_layouts() -> list[str]:
+    """The layouts the scan reads with RE2 whose header holds a group it cuts out by position."""
+    from flinkdoctor.scan.re2 import positional_groups
+    from flinkdoctor.scan.scanner import _header_prefix
+
+    return [
+        layout.id
+        for layout in load_layouts()
+        if (prefix := _header_prefix(layout.header)) is not None and positional_groups(prefix)
+    ]
+
+
+@pytest.mark.parametrize("layout", _positional_layouts())
+def test_groups_cut_at_their_places_are_the_captured_ones(layout):
+    """Per layout the scan reads with RE2: the groups of its header prefix, by position or captured, are the
+    groups RE2 captures and the groups Python's `re` finds, on every line (matching or not)."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.re2 import extract, positional_groups
+    from flinkdoctor.scan.scanner import _header_prefix
+    from flinkdoctor.sources.layouts import layout_by_id
+
+    prefix = _header_prefix(layout_by_id(layout).header)
+    assert prefix is not None
+    values = pa.array(lines())
+    python = python_regex(prefix)
+    want = []
+    for line in lines():
+        found = python.search(line)
+        want.append(None if found is None else {k: v or "" for k, v in found.groupdict().items()})
+    got = extract(values, prefix, by_position=True).to_pylist()
+    if layout == "shape-record-untimed":  # no real log of records without a time here; its `ts` is the one `-`
+        assert positional_groups(prefix) == (("ts", 1, 2),)
+    else:
+        assert any(w is not None for w in want), "the corpus holds lines of this layout"
+    assert got == want
+
+
+def test_an_events_first_line_is_cut_at_its_first_newline():
+    """scanner._first_lines, the header's line of each event text, is the text split at its first newline: on
+    events of several real lines, with a carriage return and an empty line among them, and on an empty text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.scan.scanner import _first_lines
+
+    real = lines()[:3000]
+    texts = ["\n".join(real[i : i + 3]) for i in range(0, len(real), 3)] + ["", "\n", real[0] + "\r\n" + real[1]]
+    for array in (pa.array(texts), pa.array(texts).slice(5)):
+        want = pc.list_element(pc.split_pattern(array, "\n", max_splits=1), 0)
+        assert _first_lines(array).to_pylist() == want.to_pylist()
+
+
+def test_a_prefix_whose_every_group_is_positional_is_captured():
+    """A header prefix of fixed width with no other group (Arrow's extraction needs a group to capture): the
+    scan's extraction by position gives what the captured one gives, on every line."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.re2 import extract, positional_groups
+
+    prefix = r"(?<flinkdoctorHeader>^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}\s)"
+    assert positional_groups(prefix) == (("flinkdoctorHeader", 0, 24),)
+    values = pa.array(lines())
+    found = extract(values, prefix, by_position=True).to_pylist()
+    assert found == extract(values, prefix).to_pylist() and any(found)

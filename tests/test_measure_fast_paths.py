@@ -1,0 +1,102 @@
+"""The measures' fast paths find what Python's `re` finds, on real JobManager and TaskManager lines (seeds,
+incidents, lab recordings) and on variants of them made where a fast path must hand over to the regex:
+- the job id a measure takes from elsewhere in its event (measure.JOB_IN_EVENT), read off the bytes after `job `
+  (measure._jobs_by_bytes): variants with a letter beyond ASCII, a word character or an upper-case digit next to
+  the id or before `job`;
+- a metric's groups taken by RE2 from the first place of the literal its regex starts with (measure._captured):
+  variants with that literal twice (the match starts at the second) and with a character beyond ASCII."""
+
+from __future__ import annotations
+
+import random
+import re
+from functools import cache
+from pathlib import Path
+
+from tests.conftest import lab_logs_of
+
+DATA = Path(__file__).parent / "data"
+NEIGHBOURS = ["\xe9", "\u0436", "\u5b57", "\u2003", "_", "x", "A", "(", "\n", "/chk-12"]
+
+
+@cache
+def events() -> list[str]:
+    """Real lines, three to an event, and for each event that holds `job ` a variant with a neighbour put just
+    before `job` or just after the 32 characters that follow it."""
+    found: list[str] = []
+    for folder in ("seeds", "incidents"):
+        for path in sorted((DATA / folder).rglob("*.log")):
+            found += path.read_bytes().decode("utf-8", "replace").splitlines()
+    for recording in ("checkpoint-timeout", "restart-exhausted"):
+        for raw in lab_logs_of(recording).values():
+            found += raw.decode("utf-8", "replace").splitlines()
+    texts = ["\n".join(found[i : i + 3]) for i in range(0, len(found), 3)]
+    rng = random.Random(11)
+    variants = []
+    for text in texts:
+        at = text.find("job ")
+        if at < 0:
+            continue
+        place = rng.choice([at, at + 36])
+        variants.append(text[:place] + rng.choice(NEIGHBOURS) + text[place:])
+        variants.append(text[: at + 4] + text[at + 4 : at + 36].upper() + text[at + 36 :])
+    return texts + variants + ["", "job ", "job " + "a" * 31]
+
+
+def test_the_job_read_off_the_bytes_is_pythons():
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.measure import JOB_IN_EVENT, _jobs, _jobs_by_bytes
+
+    python = re.compile(JOB_IN_EVENT)
+    want = []
+    for text in events():
+        found = python.search(text)
+        want.append((found.group(1) or found.group(2)) if found else None)
+    values = pa.array(events())
+    rows = np.arange(len(values))
+    assert _jobs(values, rows).to_pylist() == want
+    start, undecided = _jobs_by_bytes(values.cast(pa.large_string()), rows)
+    decided = np.count_nonzero(start >= 0)
+    assert decided >= 50 and len(undecided) < decided  # the bytes decide most rows that hold a job
+    # only the rows asked for are read, and a sliced array is read at its own offsets
+    half = np.arange(0, len(values) - 1, 2)
+    shown = _jobs(values.slice(1), half).to_pylist()
+    assert shown == [want[1 + i] if i % 2 == 0 else None for i in range(len(values) - 1)]
+
+
+def test_a_metrics_groups_taken_from_its_literal_are_pythons():
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.metrics import load_metrics
+    from flinkdoctor.knowledge.regexes import python_regex
+    from flinkdoctor.scan.measure import _captured, _from_literal
+
+    lines = [line for text in events() for line in text.split("\n")]
+    # the metrics' regexes, and one with a group that may take no part: the checkpoint type, which Flink 1.20
+    # prints and the 1.14 of seed 001 does not
+    optional = r"Triggering checkpoint (?<checkpoint>\d+) (?:\(type=(?<type>[^)]{1,200})\) )?@ (?<epoch_ms>\d+)"
+    checked = 0
+    for regex in [metric.line for metric in load_metrics()] + [optional]:
+        anchored = _from_literal(regex)
+        if anchored is None:
+            continue
+        literal = anchored[0]
+        pattern = python_regex(regex)
+        names = sorted(pattern.groupindex, key=pattern.groupindex.__getitem__)
+        holding = [line for line in lines if literal in line]
+        variants = [line.replace(literal, literal + literal[:-1] + "\xe9 " + literal, 1) for line in holding]
+        variants += [line.replace(literal, literal + literal, 1) for line in holding]
+        variants += [line + " \u5b57" for line in holding]
+        texts = lines + variants
+        want = [pattern.search(text) for text in texts]
+        hit, values = _captured(pa.array(texts), pattern, names, *anchored)
+        assert hit.tolist() == [i for i, m in enumerate(want) if m is not None], regex
+        for name, got in zip(names, values, strict=True):
+            assert got.to_pylist() == [m[name] for m in want if m is not None], (regex, name)
+        checked += len(hit)
+    assert checked > 100 and np.all(np.diff(hit) > 0)
+    found = [python_regex(optional).search(line) for line in lines]
+    assert {m["type"] is None for m in found if m} == {True, False}  # the group took part in some, not in others
