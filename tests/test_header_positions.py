@@ -129,3 +129,22 @@ def test_a_prefix_whose_every_group_is_positional_is_captured():
     values = pa.array(lines())
     found = extract(values, prefix, by_position=True).to_pylist()
     assert found == extract(values, prefix).to_pylist() and any(found)
+
+
+def test_an_unanchored_regex_is_captured_not_cut():
+    """A regex not anchored at the line's start may match anywhere in it (Arrow's extraction searches): its
+    fixed-width groups are captured, not cut from the line's first characters. On real Flink lines the time of
+    day is found after the date."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.re2 import extract, positional_groups
+
+    regex = r"(?<hms>\d{2}:\d{2}:\d{2}),(?<ms>\d{3}) (?<level>\S+)"
+    assert positional_groups(regex) == ()
+    python = python_regex(regex)
+    want = []
+    for line in lines():
+        found = python.search(line)
+        want.append(None if found is None else found.groupdict())
+    assert any(w is not None for w in want), "the corpus holds lines with a time of day"
+    assert extract(pa.array(lines()), regex, by_position=True).to_pylist() == want

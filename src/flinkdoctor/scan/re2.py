@@ -104,12 +104,24 @@ def positional_groups(java: str) -> tuple[tuple[str, int, int], ...]:
     start of the text, (name, first, end) in characters: a header's timestamp, first in its line. Where the
     regex matches, such a group holds those characters, so it need not be captured: RE2 captures at most four
     groups in its one-pass engine, several times faster than the one it needs for more (a Flink header has
-    five)."""
+    five). None of them unless the regex is anchored at the text's start: a search may match anywhere else."""
     tree = parse(java)
+    if not _anchored(list(tree)):
+        return ()
     names = {number: name for name, number in tree.state.groupdict.items()}
     found: list[tuple[str, int, int]] = []
     _positional_in(list(tree), 0, names, found)
     return tuple(found)
+
+
+def _anchored(items: list[tuple[object, NodeArg]]) -> bool:
+    """Whether the regex's first item, inside its leading groups, is `^` (the text's start)."""
+    for op, av in items[:1]:
+        if op is sre.AT:
+            return av in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
+        if op is sre.SUBPATTERN:
+            return _anchored(list(av[3]))
+    return False
 
 
 def _positional_in(
