@@ -238,3 +238,81 @@ def test_a_time_left_to_spark_has_spark_write_the_file(spark, rules, tmp_path, m
     assert len(found.checkpoints.c_time) >= 3 and not found.checkpoints.c_time.astype("int64").min() < 0
     first = [f.read() for f in found.texts.files][0]
     assert b"org.apache.spark.version" in (first.schema.metadata or {})  # the file Spark wrote
+
+
+def test_a_fixed_time_is_the_calendars():
+    """The fixed-width reader against Python's calendar: every day of 1700-2261 at a time of day read, and the
+    29th, 30th and 31st of every month of some years, valid or not; patterns other than fixed-width digits are
+    not read at all."""
+    from datetime import date, datetime, timedelta
+
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.measured import _fixed, _read_fixed
+
+    days = [date(1700, 1, 1) + timedelta(days=n) for n in range((date(2261, 12, 31) - date(1700, 1, 1)).days + 1)]
+    texts = [f"{d.isoformat()} {n % 24:02d}:{n % 60:02d}:{(7 * n) % 60:02d},{n % 1000:03d}" for n, d in enumerate(days)]
+    times, read = _read_fixed(pa.array(texts), *_fixed("yyyy-MM-dd HH:mm:ss,SSS"))
+    assert read.all()
+    expected = [datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f") for t in texts]
+    assert times.astype("datetime64[us]").tolist() == expected
+    odd = [
+        f"{y}-{m:02d}-{d} 00:00:00"
+        for y in (1900, 2000, 2023, 2024, 2100)
+        for m in range(0, 14)
+        for d in (0, 29, 30, 31)
+    ]
+    times, read = _read_fixed(pa.array(odd), *_fixed("yyyy-MM-dd HH:mm:ss"))
+
+    def valid(text):
+        try:
+            return datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return None
+
+    assert [valid(t) for t in odd] == [
+        t if r else None for t, r in zip(times.astype("datetime64[us]").tolist(), read, strict=True)
+    ]
+    assert not read.all() and read.any()
+    assert not np.isnat(times[read]).any()
+    for pattern in (
+        "yyMMdd HHmmss",
+        "yyyy MMM d HH:mm:ss",
+        "yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+        "yyyy-MM-dd HH:mm",
+        "yyyy-MM-dd'' HH:mm:ss",
+    ):
+        assert _fixed(pattern) is None, pattern
+
+
+def test_captures_looked_up_and_nulled_as_arrow_does():
+    """One pass over the maps' entries gives Arrow's map_lookup (the first of a key), and nulling rows keeps the
+    others' maps, on a sliced map array (as a flattened list's child is)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.scan.measured import _looked_up, _nulled
+
+    kind = pa.map_(pa.string(), pa.string())
+    maps = pa.array(
+        [
+            [("x", "0")],
+            [("job", "a"), ("checkpoint", "7")],
+            [],
+            None,
+            [("job", "b"), ("job", "c")],
+            [("checkpoint", None)],
+        ],
+        kind,
+    )
+    for sliced in (maps, maps.slice(1), maps.slice(2, 3)):
+        compact = sliced.take(pa.array(np.arange(len(sliced))))
+        found = _looked_up(compact, ("job", "checkpoint", "none"))
+        for key, values in found.items():
+            assert values.to_pylist() == pc.map_lookup(sliced, key, "first").to_pylist(), key
+        flags = np.arange(len(sliced)) % 2 == 0
+        assert _nulled(compact, flags).to_pylist() == [
+            None if f else v for f, v in zip(flags, sliced.to_pylist(), strict=True)
+        ]

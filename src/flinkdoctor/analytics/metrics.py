@@ -122,9 +122,9 @@ def extract(
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        scanned = _scanned(stored, measured)
-        if scanned is not None:  # the rows the scan tasks wrote: no Spark job
-            table, many, texts = (*_read_split(scanned, metrics, blocks, manifest), scanned)
+        texts = _scanned(stored, measured)
+        if texts is not None:  # the rows the scan tasks wrote: no Spark job
+            table, many = _read_split(texts, metrics, blocks, manifest)
         else:
             frame = _reduced(events, metrics, stored)
             table, many, texts = _through_parquet(frame, events, metrics, blocks, manifest)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..sources.layouts import layout_by_id
 
@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per row
+Times: TypeAlias = "npt.NDArray[np.datetime64]"  # datetime64[ns] per row, NaT: none
+Numbers: TypeAlias = "npt.NDArray[np.int64]"
 
 LEFT = b"flinkdoctor.times_left"  # the file's metadata: rows whose time (or stamp) the task left to Spark
 ROW_GROUP_BYTES = 32 << 20  # rows' Arrow bytes per row group (metrics.Texts reads a group's lines to show one)
@@ -153,7 +157,9 @@ def _looked_up(captures: pa.MapArray, keys: tuple[str, ...]) -> dict[str, pa.Arr
     return found
 
 
-def _stamped(epoch: pa.Array | None, number: pa.Array | None, trigger: npt.NDArray[np.bool_]):
+def _stamped(
+    epoch: pa.Array | None, number: pa.Array | None, trigger: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """(the triggers that stamp their own epoch as `_reduced` decides it, the triggers whose epoch or number
     Spark's cast might read otherwise than its ASCII digits say). Spark: `try_cast(epoch_ms as long) != 0` and
     `checkpoint == cast(try_cast(checkpoint as long) as string)`, each null as false."""
@@ -169,7 +175,7 @@ def _stamped(epoch: pa.Array | None, number: pa.Array | None, trigger: npt.NDArr
     return stamped, trigger & ~sure
 
 
-def _digits(values: pa.Array, canonical: bool = False):
+def _digits(values: pa.Array, canonical: bool = False) -> tuple[Flags, Flags, Flags]:
     """Per string: (1 to LONG_DIGITS ASCII digits, then: all zeros (or, `canonical`: written as a long prints
     it, no leading zero), null)."""
     import pyarrow as pa
@@ -187,7 +193,7 @@ def _digits(values: pa.Array, canonical: bool = False):
     return digits, zero, null
 
 
-def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows, wanted: npt.NDArray[np.bool_]):
+def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows, wanted: Flags) -> tuple[Times, Flags]:
     """(per row, the UTC time Spark's parsed_time gives as datetime64[ns] (NaT: null), the rows of `wanted`
     whose time is left to Spark)."""
     import numpy as np
@@ -212,7 +218,8 @@ def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows, wanted: npt.NDArray
 def _fixed(pattern: str) -> tuple[bytes, tuple[tuple[str, int, int], ...]] | None:
     """A Java datetime pattern of fixed-width fields (FIELDS) and literals as (the literal bytes, with a digit
     placeholder `0` in each field's places; (field, start, width) per field); None for any other pattern."""
-    literal, fields, at = bytearray(), [], 0
+    literal, at = bytearray(), 0
+    fields: list[tuple[str, int, int]] = []
     for match in re.finditer(r"'([^']*)'|([A-Za-z])\2*|([^A-Za-z'])", pattern):
         quoted, letters, other = match.group(1), match.group(0) if match.group(2) else None, match.group(3)
         if letters is not None:
@@ -231,7 +238,7 @@ def _fixed(pattern: str) -> tuple[bytes, tuple[tuple[str, int, int], ...]] | Non
     return bytes(literal), tuple(fields)
 
 
-def _read_fixed(ts: pa.Array, literal: bytes, fields: tuple[tuple[str, int, int], ...]):
+def _read_fixed(ts: pa.Array, literal: bytes, fields: tuple[tuple[str, int, int], ...]) -> tuple[Times, Flags]:
     """(datetime64[ns] per row, whether it was read): rows of exactly the pattern's bytes, digits in its
     fields' places, a valid proleptic Gregorian date and time of day, in the years Arrow's nanoseconds hold (YEARS:
     Spark's INT96 times are read back as nanoseconds)."""
@@ -275,14 +282,15 @@ def _read_fixed(ts: pa.Array, literal: bytes, fields: tuple[tuple[str, int, int]
     return out.view("datetime64[ns]"), read
 
 
-def _days_from_civil(year, month, day):
+def _days_from_civil(year: Numbers, month: Numbers, day: Numbers) -> Numbers:
     """Days since 1970-01-01 of proleptic Gregorian dates (numpy int64 arrays, year >= 1)."""
     y = year - (month <= 2)
     era = y // 400
     yoe = y - era * 400
     doy = (153 * (month + (month > 2) * -3 + (month <= 2) * 9) + 2) // 5 + day - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
+    days: Numbers = era * 146097 + doe - 719468
+    return days
 
 
 class MeasuresFile:
