@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .analytics import Analytics, analyse, analytics_rules, config_knowledge, extract, load_metrics
-from .analytics.metrics import Measure
+from .analytics.metrics import Measure, measured_rows
 from .diagnosis.correlate import RootCause, correlate
 from .diagnosis.fallback import Catalogued, Outcome, fallback
 from .diagnosis.findings import CatalogueHit, Finding, collect_evidence, keep_applicable
@@ -124,7 +124,14 @@ def diagnose_bundles(
     metrics = load_metrics()
     matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
     events = build_events(
-        spark, combined, work, matcher.prefilter, timezone=timezone, matcher=matcher, bundle_of=bundle_of
+        spark,
+        combined,
+        work,
+        matcher.prefilter,
+        timezone=timezone,
+        matcher=matcher,
+        bundle_of=bundle_of,
+        measured=measured_rows(metrics),
     )
     lap("events_s")
     table = events.table(spark)

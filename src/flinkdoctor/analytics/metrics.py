@@ -19,6 +19,7 @@ from ..knowledge.regexes import checked
 from ..knowledge.rulebook import Signature, required_literals
 from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
 from ..scan.events import EventsResult, block_offsets, file_line
+from ..scan.measured import MeasuredRows, times_left
 from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"
@@ -110,7 +111,8 @@ def extract(
     more than FEW (`measured`), Spark keeps what `_reduced` says of each kind, so the driver holds one line per
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
     cost of a first aggregation in a fresh JVM). `stored`, the events table as the scan wrote it (its raw times):
-    a line's time is then parsed only for the lines whose time is read."""
+    a line's time is then parsed only for the lines whose time is read; the scan tasks may have written the
+    measures' rows themselves (`measured_rows`), which are then read as they are."""
 
     import pyarrow as pa
 
@@ -120,8 +122,12 @@ def extract(
     if measured is not None and measured <= FEW:
         table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
     else:
-        frame = _reduced(events, metrics, stored)
-        table, many, texts = _through_parquet(frame, events, metrics, blocks, manifest)
+        texts = _scanned(stored, measured)
+        if texts is not None:  # the rows the scan tasks wrote: no Spark job
+            table, many = _read_split(texts, metrics, blocks, manifest)
+        else:
+            frame = _reduced(events, metrics, stored)
+            table, many, texts = _through_parquet(frame, events, metrics, blocks, manifest)
         at = table.schema.get_field_index("line")  # the few other rows' lines, read back from the file
         table = table.drop_columns(["line"]).add_column(at, "line", pa.array(texts.read(table.column("line"))))
     offsets = block_offsets(blocks)
@@ -287,6 +293,29 @@ def _numbers(values, kind, read):
                 number = None
             out.append(number)
         return pa.array(out, kind)
+
+
+def measured_rows(metrics: tuple[Metric, ...]) -> MeasuredRows:
+    """What the scan tasks need to write `_reduced`'s rows themselves (scan/measured.py): its kinds, the triggers'
+    and completions' captured columns, the trigger that stamps its own epoch (it needs no time, nor a duration
+    or size)."""
+    kinds = tuple(m.measures for m in metrics)
+    return MeasuredRows("", kinds, COLUMNAR, "checkpoint-trigger", CAPTURED, ("duration_ms", "bytes"))
+
+
+def _scanned(stored: EventsResult | None, measured: int | None) -> Texts | None:
+    """The measures' rows as the scan tasks wrote them, when they wrote every row (`measured`, as they counted)
+    and left no row's time to Spark (scan/measured.py); None otherwise: Spark writes them (`_reduced`). The
+    tests' reference (WRITTEN a tuple) is Spark's aggregate: Spark writes them then too."""
+    from ..scan.scanner import filesystem_of
+
+    if stored is None or stored.measured is None or measured is None or WRITTEN is not None:
+        return None
+    texts = Texts(*filesystem_of(stored.measured))
+    rows = sum(file.metadata.num_rows for file in texts.files)
+    if not texts.files or rows != measured or times_left([file.metadata for file in texts.files]):
+        return None
+    return texts
 
 
 def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):

@@ -33,6 +33,7 @@ from ..sources.staging import shown_input
 from .catalogue import for_tasks
 from .headers import WARN_WORDS
 from .matcher import Matcher
+from .measured import MeasuredRows
 from .prefilter import Prefilter
 from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, part_rows, run
 
@@ -68,6 +69,7 @@ class EventsResult:
     # (lines), "warned" (WARN+), "catalogued" ((event, entry) hits of the failure catalogue)
     stats: Stats
     times: Times = field(default_factory=Times)
+    measured: str | None = None  # the measures' rows the tasks wrote (measured.py), when asked to
 
     def table(self, spark: SparkSession) -> DataFrame:
         """The events table: what the tasks wrote, with `time` (UTC) parsed from the header's raw time."""
@@ -147,11 +149,13 @@ def build_events(
     split_bytes: int = SPLIT_BYTES,
     matcher: Matcher | None = None,
     bundle_of: Mapping[int, int] | None = None,
+    measured: MeasuredRows | None = None,
 ) -> EventsResult:
     """The events table, written by the tasks under `out_dir` (flinkdoctor's work dir: an earlier table there is
     replaced). With a `matcher` (whose prefilter `prefilter` is), the tasks match its rules and metrics: each
     event's `matches` (findings.py reads them) and `measures` (analytics); without, they are empty. `bundle_of`:
-    see `plan`."""
+    see `plan`. With `measured` (its kinds; its folder and zones are set here), the tasks write the measures as
+    rows too, under `out_dir` (EventsResult.measured)."""
     out = Path(out_dir) / "events.parquet"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -164,9 +168,20 @@ def build_events(
         return EventsResult(str(out), {}, {}, times)
     tasks = plan(sources, split_bytes, bundle_of)
     matcher = _for_tasks(spark, matcher, Path(out_dir))
-    scan = partial(run, plan=part_rows(tasks), prefilter=prefilter, out_dir=str(out), matcher=matcher)
+    rows = None
+    if measured is not None and matcher is not None:
+        rows = Path(out_dir) / "measures.parquet"
+        shutil.rmtree(rows, ignore_errors=True)
+        rows.mkdir(parents=True)
+        session = spark.conf.get("spark.sql.session.timeZone") or ""
+        measured = replace(measured, out_dir=str(rows), timezone=timezone, session_utc=session == "UTC")
+    else:
+        measured = None
+    scan = partial(
+        run, plan=part_rows(tasks), prefilter=prefilter, out_dir=str(out), matcher=matcher, measured=measured
+    )
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
-    return EventsResult(str(out), *_part_stats(parts, sources), times)
+    return EventsResult(str(out), *_part_stats(parts, sources), times, str(rows) if rows else None)
 
 
 def _for_tasks(spark: SparkSession, matcher: Matcher | None, run_dir: Path) -> Matcher | None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -40,6 +40,7 @@ from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
+from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan
 from .re2 import extract, re2_regex
 
@@ -138,22 +139,29 @@ def run(
     prefilter: Prefilter,
     out_dir: str,
     matcher: Matcher | None = None,
+    measured: MeasuredRows | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
     or their `part_rows`). The task writes their events to one Parquet file of its own under `out_dir`, and
     hands Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event
-    text crosses to the JVM."""
+    text crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py)."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
             stats: list[PartStats] = []
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
-            with _no_cycle_collection(), _EventsFile(out_dir, task) as written:
-                for joined in _joinable(parts):
+            with (
+                _no_cycle_collection(),
+                _EventsFile(out_dir, task) as written,
+                nullcontext() if measured is None else MeasuresFile(measured, task) as rows,
+            ):
+                for joined in _joinable(parts):  # (one layout each)
                     for out in scan_parts(joined, prefilter, matcher):
                         if isinstance(out, PartStats):
                             stats.append(out)
                         else:
                             written.write(out)
+                            if rows is not None:
+                                rows.write(out, joined[0].layout)
             yield _stats(stats)
 
 

@@ -1,0 +1,355 @@
+"""The measured lines as flat rows, written by the scan tasks beside the events table: the analytics' file.
+
+A long run measures millions of lines (a trigger and a completion per checkpoint). Spark read them back from
+the events table, exploded each event's `measures`, parsed each line's time by its layout's pattern and wrote
+them again: most of the analytics lap. The task that found them has every field of those rows but the parsed
+time, so it writes them itself, one row per measure, in the columns analytics/metrics.py's `_reduced` gives (its
+`row`): the driver only reads the file.
+
+The time is the one field Spark computed: `events.parsed_time` (the raw `ts`, blanks folded, read by the
+layout's Java pattern, STRICT, in the session's time zone, then shifted from --timezone). Here it is read only
+where the answer is certain to be Spark's: a layout whose pattern is fixed-width digits and literals
+(`yyyy-MM-dd HH:mm:ss,SSS`, ...), a `ts` of exactly that shape in ASCII, a valid date and time of day, a
+session and a --timezone of UTC. Any other row that needs a time (another pattern, a year from the bundle, a
+zone to shift from, a month 13, a Unicode digit, a tab), and any trigger whose own epoch or number Spark's cast
+might read otherwise than the digits say, is counted as left (`LEFT`, in the file's metadata); when a run leaves
+any, the driver has Spark write the file instead, as before. A null `ts` is a null time wherever it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from ..sources.layouts import layout_by_id
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per row
+Times: TypeAlias = "npt.NDArray[np.datetime64]"  # datetime64[ns] per row, NaT: none
+Numbers: TypeAlias = "npt.NDArray[np.int64]"
+
+LEFT = b"flinkdoctor.times_left"  # the file's metadata: rows whose time (or stamp) the task left to Spark
+ROW_GROUP_BYTES = 32 << 20  # rows' Arrow bytes per row group (metrics.Texts reads a group's lines to show one)
+LONG_DIGITS = 18  # ASCII digits Spark's cast reads into a long, surely
+YEARS = (1700, 2261)  # the years a time is read in (nanoseconds since 1970 in an int64: 1677-2262)
+FIELDS = {"yyyy": "year", "MM": "month", "dd": "day", "HH": "hour", "mm": "minute", "ss": "second", "SSS": "milli"}
+
+
+@dataclass(frozen=True)
+class MeasuredRows:
+    """What a task needs to write the measures' rows: where, each metric's kind (by its position), the kinds
+    whose captures are columns (`c_<key>` for each of `captured`), the trigger kind (a trigger stamping its own
+    epoch needs no time), and how Spark would read times (--timezone, whether the session's zone is UTC)."""
+
+    out_dir: str
+    kinds: tuple[str, ...]
+    columnar: tuple[str, ...]
+    trigger: str
+    captured: tuple[str, ...]
+    untimed: tuple[str, ...]  # captures a trigger's row leaves out (its epoch gives them)
+    timezone: str = "UTC"
+    session_utc: bool = True
+
+
+def schema(captured: tuple[str, ...]) -> pa.Schema:
+    """The measures' file: `_reduced`'s row as Spark wrote it (its times read back as Arrow gives them)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("sid", pa.int32()),
+            ("bundle", pa.int32()),
+            ("block", pa.int64()),
+            ("first_rel", pa.int64()),
+            ("time", pa.timestamp("ns")),
+            ("host", pa.string()),
+            ("metric", pa.int32()),
+            ("idx", pa.int32()),
+            ("line", pa.string()),
+            ("captures", pa.map_(pa.string(), pa.string())),
+            ("job", pa.string()),
+            *[(f"c_{key}", pa.string()) for key in captured],
+        ]
+    )
+
+
+def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[pa.Table | None, int]:
+    """(the rows of the batch's measures, the rows whose time the task left to Spark): one row per measure, in
+    the order Spark's explode gives (event by event, each event's measures in order)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lists = batch.column("measures")
+    if not len(lists) or not pc.sum(pc.list_value_length(lists)).as_py():
+        return None, 0
+    parent = pc.list_parent_indices(lists)
+    measure = pc.list_flatten(lists)
+    metric = measure.field("metric")
+    kind = pa.array(spec.kinds, pa.string()).take(metric)
+    trigger = pc.equal(kind, spec.trigger).to_numpy(zero_copy_only=False)
+    columnar = pc.is_in(kind, pa.array(spec.columnar, pa.string())).to_numpy(zero_copy_only=False)
+    captures = measure.field("captures")
+    captures = captures.cast(pa.map_(pa.string(), pa.string())).take(pa.array(np.arange(len(captures))))  # (from 0)
+    captured = _looked_up(captures, spec.captured)
+    stamped, unsure = _stamped(captured.get("epoch_ms"), captured.get("checkpoint"), trigger)
+    time, left = _times(batch.column("ts").take(parent), layout, spec, ~stamped)
+    left |= unsure
+    n = len(measure)
+
+    def unless(flags: npt.NDArray[np.bool_], values: pa.Array) -> pa.Array:  # null where the flag holds
+        return pc.if_else(pa.array(flags), pa.nulls(n, values.type), values)
+
+    columns = [
+        batch.column("sid").take(parent),
+        batch.column("bundle").take(parent),
+        batch.column("block").take(parent),
+        batch.column("first_rel").take(parent),
+        pa.array(np.where(stamped, np.datetime64("NaT", "ns"), time), pa.timestamp("ns")),
+        batch.column("host").take(parent),
+        metric,
+        measure.field("idx"),
+        unless(trigger, measure.field("line")),
+        _nulled(captures, columnar),
+        measure.field("job"),
+        *[
+            unless(~columnar | (trigger & (key in spec.untimed)), values.cast(pa.string()))
+            for key, values in captured.items()
+        ],
+    ]
+    return pa.Table.from_arrays(columns, schema=schema(spec.captured)), int(np.count_nonzero(left))
+
+
+def _nulled(captures: pa.MapArray, flags: npt.NDArray[np.bool_]) -> pa.MapArray:
+    """The map array with the rows of `flags` null (Arrow's if_else takes no maps)."""
+    import pyarrow as pa
+
+    mask = flags | ~captures.is_valid().to_numpy(zero_copy_only=False)
+    return pa.MapArray.from_arrays(captures.offsets, captures.keys, captures.items, mask=pa.array(mask))
+
+
+def _looked_up(captures: pa.MapArray, keys: tuple[str, ...]) -> dict[str, pa.Array]:
+    """Per key, each row's value in the map (its first, as Spark's and Arrow's lookups give; null: no such key),
+    from one pass over the maps' entries (Arrow's map_lookup walks every map once per key). `captures`: a map
+    array whose offsets start at 0."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(captures)
+    offsets = captures.offsets.to_numpy()
+    owner = np.repeat(np.arange(n), np.diff(offsets))
+    names, items = captures.keys, captures.items
+    found = {}
+    for key in keys:
+        hit = pc.equal(names, key).to_numpy(zero_copy_only=False)
+        rows = owner[hit]
+        at = np.full(n, -1, dtype=np.int64)
+        at[rows[::-1]] = np.arange(len(rows))[::-1]  # (a key twice in one map: its first)
+        found[key] = items.filter(pa.array(hit)).take(pa.array(at, mask=at < 0))
+    return found
+
+
+def _stamped(
+    epoch: pa.Array | None, number: pa.Array | None, trigger: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """(the triggers that stamp their own epoch as `_reduced` decides it, the triggers whose epoch or number
+    Spark's cast might read otherwise than its ASCII digits say). Spark: `try_cast(epoch_ms as long) != 0` and
+    `checkpoint == cast(try_cast(checkpoint as long) as string)`, each null as false."""
+    import numpy as np
+
+    n = len(trigger)
+    if epoch is None or number is None:
+        return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    epoch_digits, epoch_zero, epoch_null = _digits(epoch)
+    number_digits, number_canonical, number_null = _digits(number, canonical=True)
+    sure = (epoch_null | epoch_digits) & (number_null | number_digits)
+    stamped = trigger & ~epoch_null & ~number_null & epoch_digits & ~epoch_zero & number_digits & number_canonical
+    return stamped, trigger & ~sure
+
+
+def _digits(values: pa.Array, canonical: bool = False) -> tuple[Flags, Flags, Flags]:
+    """Per string: (1 to LONG_DIGITS ASCII digits, then: all zeros (or, `canonical`: written as a long prints
+    it, no leading zero), null)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = values.cast(pa.string())
+    null = ~values.is_valid().to_numpy(zero_copy_only=False)
+    length = pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False)
+    digits = pc.fill_null(pc.match_substring_regex(values, "^[0-9]+$"), False).to_numpy(zero_copy_only=False)
+    digits &= (length >= 1) & (length <= LONG_DIGITS)
+    if canonical:
+        leading = pc.fill_null(pc.starts_with(values, "0"), False).to_numpy(zero_copy_only=False)
+        return digits, ~leading | (length == 1), null
+    zero = pc.fill_null(pc.match_substring_regex(values, "^0+$"), False).to_numpy(zero_copy_only=False)
+    return digits, zero, null
+
+
+def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows, wanted: Flags) -> tuple[Times, Flags]:
+    """(per row, the UTC time Spark's parsed_time gives as datetime64[ns] (NaT: null), the rows of `wanted`
+    whose time is left to Spark)."""
+    import numpy as np
+
+    n = len(ts)
+    none = np.full(n, np.datetime64("NaT", "ns"))
+    null = ~ts.is_valid().to_numpy(zero_copy_only=False)  # (Spark: a null ts is a null time, in any layout)
+    if layout_id == "none":
+        return none, np.zeros(n, dtype=bool)
+    layout = layout_by_id(layout_id)
+    if not (layout.timed and layout.time_format):  # (parsed_time: no pattern, a null time)
+        return none, np.zeros(n, dtype=bool)
+    fields = _fixed(layout.time_format)
+    sure_zone = spec.session_utc and (layout.utc or spec.timezone == "UTC") and not layout.year_from_bundle
+    if fields is None or not sure_zone:
+        return none, wanted & ~null
+    time, read = _read_fixed(ts, *fields)
+    return np.where(read, time, none), wanted & ~null & ~read
+
+
+@cache
+def _fixed(pattern: str) -> tuple[bytes, tuple[tuple[str, int, int], ...]] | None:
+    """A Java datetime pattern of fixed-width fields (FIELDS) and literals as (the literal bytes, with a digit
+    placeholder `0` in each field's places; (field, start, width) per field); None for any other pattern."""
+    literal, at = bytearray(), 0
+    fields: list[tuple[str, int, int]] = []
+    for match in re.finditer(r"'([^']*)'|([A-Za-z])\2*|([^A-Za-z'])", pattern):
+        quoted, letters, other = match.group(1), match.group(0) if match.group(2) else None, match.group(3)
+        if letters is not None:
+            if letters not in FIELDS or FIELDS[letters] in {f for f, _, _ in fields}:
+                return None
+            fields.append((FIELDS[letters], at, len(letters)))
+            literal += b"0" * len(letters)
+        else:
+            text = (quoted if quoted is not None else other or "").encode()
+            if not text or any(not 0x20 <= c < 0x7F or chr(c).isdigit() for c in text):
+                return None  # ('' is a quote; a digit literal would pass as a field's)
+            literal += text
+        at = len(literal)
+    if {f for f, _, _ in fields} - {"milli"} != set(FIELDS.values()) - {"milli"}:
+        return None  # (every field from the year to the second, the milliseconds optional)
+    return bytes(literal), tuple(fields)
+
+
+def _read_fixed(ts: pa.Array, literal: bytes, fields: tuple[tuple[str, int, int], ...]) -> tuple[Times, Flags]:
+    """(datetime64[ns] per row, whether it was read): rows of exactly the pattern's bytes, digits in its
+    fields' places, a valid proleptic Gregorian date and time of day, in the years Arrow's nanoseconds hold (YEARS:
+    Spark's INT96 times are read back as nanoseconds)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n, width = len(ts), len(literal)
+    out = np.zeros(n, dtype=np.int64)
+    ts = ts.cast(pa.large_string())
+    length = pc.fill_null(pc.binary_length(ts), -1).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(length == width)
+    read = np.zeros(n, dtype=bool)
+    if not len(rows):
+        return out.view("datetime64[ns]"), read
+    offsets = np.frombuffer(ts.buffers()[1], dtype=np.int64)[ts.offset : ts.offset + n + 1]
+    data = np.frombuffer(ts.buffers()[2], dtype=np.uint8)
+    chars = data[offsets[rows][:, None] + np.arange(width)]  # rows x width
+    pattern = np.frombuffer(literal, dtype=np.uint8)
+    digit = np.zeros(width, dtype=bool)
+    for _, start, size in fields:
+        digit[start : start + size] = True
+    ok = np.all(np.where(digit, (chars >= 0x30) & (chars <= 0x39), chars == pattern), axis=1)
+    values = {}
+    for name, start, size in fields:
+        number = np.zeros(len(rows), dtype=np.int64)
+        for k in range(size):
+            number = number * 10 + (chars[:, start + k].astype(np.int64) - 0x30)
+        values[name] = number
+    year, month, day = values["year"], values["month"], values["day"]
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    month_days = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)[np.clip(month, 0, 12)]
+    month_days += leap & (month == 2)
+    ok &= (year >= YEARS[0]) & (year <= YEARS[1]) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    ok &= (values["hour"] <= 23) & (values["minute"] <= 59) & (values["second"] <= 59)
+    days = _days_from_civil(year, month, day)
+    seconds = ((days * 24 + values["hour"]) * 60 + values["minute"]) * 60 + values["second"]
+    nanos = seconds * 1_000_000_000 + values.get("milli", 0) * 1_000_000
+    out[rows[ok]] = nanos[ok]
+    read[rows[ok]] = True
+    return out.view("datetime64[ns]"), read
+
+
+def _days_from_civil(year: Numbers, month: Numbers, day: Numbers) -> Numbers:
+    """Days since 1970-01-01 of proleptic Gregorian dates (numpy int64 arrays, year >= 1)."""
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + (month > 2) * -3 + (month <= 2) * 9) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    days: Numbers = era * 146097 + doe - 719468
+    return days
+
+
+class MeasuresFile:
+    """One task's file of measured rows (`flat_rows`), written under a name Spark and the driver skip (`_`) and
+    renamed when whole (a retried task replaces it), in row groups of about ROW_GROUP_BYTES; the rows whose time
+    the task left to Spark counted in its metadata (LEFT)."""
+
+    def __init__(self, spec: MeasuredRows, task: int):
+        from .scanner import filesystem_of
+
+        self.spec = spec
+        self.filesystem, directory = filesystem_of(spec.out_dir)
+        self.final = f"{directory}/part-{task:05d}.parquet"
+        self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[pa.Table] = []
+        self.pending_bytes = 0
+        self.left = 0
+
+    def write(self, batch: pa.RecordBatch, layout: str) -> None:
+        rows, left = flat_rows(batch, self.spec, layout)
+        self.left += left
+        if rows is None:
+            return
+        self.pending.append(rows)
+        self.pending_bytes += rows.nbytes
+        if self.pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self.pending:
+            return
+        table = pa.concat_tables(self.pending)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.temporary, table.schema, filesystem=self.filesystem, compression="lz4")
+        self.writer.write_table(table, row_group_size=len(table))
+        self.pending, self.pending_bytes = [], 0
+
+    def __enter__(self) -> MeasuresFile:
+        return self
+
+    def __exit__(self, failed: type[BaseException] | None, *_: object) -> Literal[False]:
+        if failed is None:
+            self._flush()
+        if self.writer is not None:
+            self.writer.add_key_value_metadata({LEFT: str(self.left).encode()})
+            self.writer.close()
+            if failed is None:
+                self.filesystem.move(self.temporary, self.final)
+        return False
+
+
+def times_left(files: list[pq.FileMetaData]) -> int:
+    """The rows whose time the tasks left to Spark, in all their files (a file that does not say: all)."""
+    left = 0
+    for file in files:
+        said = (file.metadata or {}).get(LEFT)
+        left += file.num_rows if said is None else int(said)
+    return left
