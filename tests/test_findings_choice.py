@@ -144,3 +144,49 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
         counts = {tuple(g[k] for k in by): g["cnt"] for g in groups}
         assert (counts, chosen) == _aggregated(found, by, keep), keep
     assert found.where(F.col("kind") == "entry").count() > 0 and sum(counts.values()) == found.count()
+
+
+def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch):
+    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files: every match has two twins
+    at the same time in the other files, so with 1 or 2 kept per group the cut falls inside the ties, and only
+    the documented order (time, then source, range, line) says which twin is chosen. The choice from the events'
+    name lists (chosen_of_events) must equal the plain sort of every match; the reversed tie order must not."""
+    from conftest import lab_logs_of
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.diagnosis import findings as fd
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    log = next(data for name, data in lab_logs_of("checkpoint-timeout").items() if "standalonesession" in name)
+    bundle = tmp_path / "bundle"
+    for copy in ("a", "b", "c"):
+        (bundle / copy).mkdir(parents=True)
+        (bundle / copy / "flink-jobmanager.log").write_bytes(log)
+    manifest = ingest([bundle], tmp_path / "work")
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
+    events = build_events(spark, manifest, tmp_path / "work", matcher.prefilter, matcher=matcher)
+    table = events.table(spark)
+    every: dict[tuple, list] = {}
+    for kind, found in (("rule", fd.match_events(table, detail=False)), ("entry", fd.catalogue_events(table, False))):
+        for row in found.collect():
+            every.setdefault((row.bundle, kind, row[kind]), []).append(
+                (row.time is not None, row.time or 0, row.sid, row.block, row.first_rel)
+            )
+    assert len({sid for keys in every.values() for _, _, sid, _, _ in keys}) == 3
+    for keep in (1, 2):
+        monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
+        rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
+        chosen: dict[tuple, set] = {}
+        for row in rows:
+            group = (row["bundle"], row["kind"], row["name"])
+            chosen.setdefault(group, set()).add((row["sid"], row["block"], row["first_rel"]))
+        assert {(g["bundle"], g["kind"], g["name"]): g["cnt"] for g in groups} == {g: len(k) for g, k in every.items()}
+        plain, reversed_ties = {}, {}
+        for group, keys in every.items():
+            ordered = sorted(keys)
+            plain[group] = {k[2:] for k in ordered[:keep] + ordered[-keep:]}
+            flipped = sorted(keys, key=lambda k: (k[0], k[1], -k[2], k[3], k[4]))
+            reversed_ties[group] = {k[2:] for k in flipped[:keep] + flipped[-keep:]}
+        assert chosen == plain, keep
+        assert reversed_ties != plain  # the cut splits ties: a wrong tie order would choose other events
