@@ -1244,3 +1244,24 @@ def test_the_driver_reduces_other_kinds_as_it_reads_them(tmp_path, monkeypatch):
     assert whole.num_rows == 2 * 2 * 40 == rest.num_rows  # one per bundle, job and checkpoint
     assert rest.to_pylist() == whole.to_pylist()
     assert len(reductions) > 10 and max(held) <= max(2 * 97, 2 * max(reductions)) + 97
+
+
+@pytest.mark.unit
+def test_a_duration_of_hundreds_of_digits_gives_no_trend_and_no_overflow():
+    """A hostile completion line may carry a duration of 309 digits: read as 1e308 (metrics._numbers, as every
+    captured duration is read), two of them overflowed the trend's exact sums (OverflowError in fsum: a crash,
+    exit 4). A duration no float holds exactly gives no trend; the rest of the run's figures are unaffected."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.checkpoints import _trend_of
+    from flinkdoctor.analytics.metrics import _numbers
+
+    captured = [str(1000 + 7 * i) for i in range(1200)]
+    captured[10] = captured[600] = "1" + "0" * 308
+    values = _numbers(pa.array(captured), pa.float64(), float).to_numpy(zero_copy_only=False).copy()
+    assert values[10] == 1e308
+    hours = np.arange(1200, dtype=np.float64) / 60  # a completion a minute for 20 hours
+    assert _trend_of(hours, values, None) is None
+    values[10] = values[600] = 1000.0
+    assert _trend_of(hours, values, None) is not None  # the same run without them has its trend

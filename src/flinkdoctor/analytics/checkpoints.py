@@ -592,6 +592,7 @@ def _configured(effective: Effective, key: str) -> Limit | None:
     return Limit(value, f"{found.where} ({key})")
 
 
+DURATION_MAX = 2.0**53  # ms (285,000 years): past it a float holds no exact integer, and a sum of squares may overflow
 FIT_STEP = 65_536  # a long run's durations are summed a slice at a time: no Python float held per checkpoint
 
 
@@ -661,6 +662,8 @@ def _trend_of(hours, values, timeout: Limit | None) -> CheckpointTrend | None:
     timed = values
     last = float(hours[-1])
     if last - float(hours[0]) < TREND_MIN_SPAN_H or not _varies(values) or not _varies(hours):
+        return None
+    if not (abs(values) < DURATION_MAX).all():  # a hostile line's 300 digits: no trend, and no overflow in fsum
         return None
     slope, intercept, r = _fit(hours, values)
     if r < TREND_MIN_R or slope <= 0:
