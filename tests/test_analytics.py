@@ -446,7 +446,7 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
             assert chosen == every
     # the chosen are each rule's first and last KEEP_PER_RULE in (time, unknown first; source, range, line) order
     monkeypatch.setattr(match, "KEEP_PER_RULE", 3)
-    rows, groups = match.earliest_and_latest(match.match_events(table, detail=False), ["rule"])
+    rows, groups = match._of_kind(*match.chosen_of_events(table, ("rule",)), "rule")
     ordered: dict[str, list] = {}
     for row in sorted(
         match.match_events(table, detail=False).collect(),

@@ -1,4 +1,4 @@
-"""How the findings lap chooses each rule's and catalogue entry's evidence (diagnosis/findings.earliest_and_latest):
+"""How the findings lap chooses each rule's and catalogue entry's evidence (diagnosis/findings.chosen_of_events):
 each task keeps its matches' KEEP_PER_RULE earliest and latest per group over Arrow (`_choose`), the driver
 chooses among those. It must choose exactly what one aggregation over every match chose before: the same counts
 and the same instances, ties between events of the same time broken by place the same way."""
@@ -95,6 +95,21 @@ BUNDLES = [
 ]
 
 
+def _every_key(events):
+    """A row per (event, rule) match and per (event, entry) hit, `kind` "rule" or "entry" and `name`: every key
+    the choice chooses among, exploded the plain way (the product sends one row per event instead)."""
+    from pyspark.sql import functions as F
+
+    def named(kind: str, field: str):
+        return lambda item: F.struct(F.lit(kind).alias("kind"), item[field].alias("name"))
+
+    both = F.concat(F.transform("matches", named("rule", "rule")), F.transform("entries", named("entry", "entry")))
+    found = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
+    return found.select("sid", "bundle", "block", "first_rel", "time", F.explode(both).alias("g")).select(
+        "sid", "bundle", "block", "first_rel", "time", "g.kind", "g.name"
+    )
+
+
 def _aggregated(found, by: list[str], keep: int) -> tuple[dict, dict]:
     """The choice as main made it before (one Spark aggregation: min_by/max_by with `keep` per group), the
     reference the new choice must equal."""
@@ -130,14 +145,15 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
     combined, _, bundle_of = combine(manifests)
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
     events = build_events(spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
-    found = fd._rules_and_entries(events.table(spark))
+    table = events.table(spark)
+    found = _every_key(table)
     by = ["bundle", "kind", "name"]
     tied = found.groupBy(*by, "time").count().where("count > 1 AND time IS NOT NULL").count()
     assert tied > 0
     assert {row.bundle for row in found.select("bundle").distinct().collect()} == set(range(len(BUNDLES)))
     for keep in (1, 3, fd.KEEP_PER_RULE):
         monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
-        rows, groups = fd.earliest_and_latest(found, by)
+        rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
         chosen: dict[tuple, set] = {}
         for row in rows:
             chosen.setdefault(tuple(row[k] for k in by), set()).add((row["sid"], row["block"], row["first_rel"]))

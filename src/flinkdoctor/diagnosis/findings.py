@@ -140,33 +140,19 @@ def collect_findings(
     return detail_findings(events, blocks, manifest, rows), {(g["bundle"], g["rule"]): g["cnt"] for g in groups}
 
 
-def earliest_and_latest(found: DataFrame, by: list[str]) -> tuple[list[Keys], list[Keys]]:
-    """Per group of the `by` columns (bundle and rule), the keys of its earliest and latest
-    KEEP_PER_RULE matches, and its count. Each task keeps only the KEEP_PER_RULE least and greatest of each group
-    of its own matches (`_choose`, vectorised over Arrow: no sort of every match across tasks, no Python per
-    match), and the driver chooses among those few the same way. Ordered by time (unknown first), then by place
-    (source, range, line), so every run chooses the same. Returns (the chosen keys with their group's columns,
-    each group's columns with `cnt`), both in the groups' order."""
-    from pyspark.sql import functions as F
-
-    keys = found.select(
-        *by, "sid", "block", "first_rel", F.unix_micros("time").alias("at"), F.lit(1).cast("long").alias("cnt")
-    )
-    choose = partial(_choose_batches, by=tuple(by), keep=KEEP_PER_RULE)
-    partial_choices = keys.mapInArrow(choose, keys.schema).toArrow()
-    return _chosen_keys(_choose(partial_choices, tuple(by), KEEP_PER_RULE), by)
-
-
 KIND_LISTS = {"rule": "matches.rule", "entry": "entries.entry"}  # what each kind of evidence names, per event
 CHOSEN_SCHEMA = "bundle int, kind string, name string, sid int, block long, first_rel long, at long, cnt long"
 
 
 def chosen_of_events(events: DataFrame, kinds: tuple[str, ...]) -> tuple[list[Keys], list[Keys]]:
-    """earliest_and_latest over the (event, rule) matches and (event, entry) hits of the events (`kinds`: "rule",
-    "entry" or both), grouped by (bundle, kind, name), without exploding them in the JVM: one row per event
-    crosses to the tasks' Python with its names as a list (the names of lab 8 GiB's 5.3 M keys crossed one row
-    each cost more than the choice), and each task flattens them over Arrow before `_choose`. Only the names'
-    leaves are read (`matches.rule`, not its captures)."""
+    """Per (bundle, kind, name) of the (event, rule) matches and (event, entry) hits of the events (`kinds`:
+    "rule", "entry" or both), the keys of its earliest and latest KEEP_PER_RULE and its count. Ordered by time
+    (unknown first), then by place (source, range, line), so every run chooses the same. Each task keeps only the
+    least and greatest of each group of its own events (`_choose`, over Arrow), and the driver chooses among those
+    few the same way. One row per event crosses to the tasks' Python with its names as a list, not exploded in the
+    JVM (the names of lab 8 GiB's 5.3 M keys crossed one row each cost more than the choice); only the names'
+    leaves are read (`matches.rule`, not its captures). Returns (the chosen keys with their group's columns, each
+    group's columns with `cnt`), both in the groups' order."""
     from pyspark.sql import functions as F
 
     lists = {kind: F.col(KIND_LISTS[kind]) for kind in kinds}
@@ -216,7 +202,7 @@ def _keys_of(batch: pa.RecordBatch, kind: str) -> pa.Table:
 
 
 def _chosen_keys(chosen: pa.Table, by: list[str]) -> tuple[list[Keys], list[Keys]]:
-    """_choose's rows as earliest_and_latest gives them: the chosen keys with their group's columns, and each
+    """_choose's rows as chosen_of_events gives them: the chosen keys with their group's columns, and each
     group's columns with its count (on a group's first row)."""
     rows: list[Keys] = []
     counted: list[Keys] = []
@@ -226,15 +212,6 @@ def _chosen_keys(chosen: pa.Table, by: list[str]) -> tuple[list[Keys], list[Keys
             counted.append({**columns, "cnt": row["cnt"]})
         rows.append({"sid": row["sid"], "block": row["block"], "first_rel": row["first_rel"], **columns})
     return rows, counted
-
-
-def _choose_batches(batches: Iterator[pa.RecordBatch], by: tuple[str, ...], keep: int) -> Iterator[pa.RecordBatch]:
-    """_choose over one task's matches (the Arrow function of earliest_and_latest's mapInArrow)."""
-    import pyarrow as pa
-
-    every = list(batches)
-    if every:
-        yield from _choose(pa.Table.from_batches(every), by, keep).to_batches()
 
 
 def _choose(table: pa.Table, by: tuple[str, ...], keep: int) -> pa.Table:
@@ -382,24 +359,8 @@ def keys_frame(spark: SparkSession, rows: Sequence[Sequence[object]], schema: st
     )
 
 
-def _rules_and_entries(events: DataFrame) -> DataFrame:
-    """match_events and catalogue_events without detail in one: a row per (event, rule) match and per (event,
-    entry) hit, told apart by `kind` ("rule" or "entry") and named by `name`: one read of the table's keys and
-    one aggregation for both."""
-    from pyspark.sql import functions as F
-
-    def named(kind: str, field: str) -> Callable[[Column], Column]:
-        return lambda item: F.struct(F.lit(kind).alias("kind"), item[field].alias("name"))
-
-    both = F.concat(F.transform("matches", named("rule", "rule")), F.transform("entries", named("entry", "entry")))
-    found = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
-    return found.select("sid", "bundle", "block", "first_rel", "time", F.explode(both).alias("g")).select(
-        "sid", "bundle", "block", "first_rel", "time", "g.kind", "g.name"
-    )
-
-
 def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys], list[Keys]]:
-    """earliest_and_latest's rows and groups of _rules_and_entries of one kind, named as its own aggregation
+    """chosen_of_events' rows and groups of one kind, named as that kind's own aggregation
     names them (`rule` or `entry`)."""
 
     def renamed(keys: Keys) -> Keys:
@@ -660,7 +621,7 @@ def _catalogue_hits(
     rows: list[Keys],
     groups: list[Keys],
 ) -> list[CatalogueHit]:
-    """The hits of the chosen instances (earliest_and_latest's rows and groups) in detail."""
+    """The hits of the chosen instances (chosen_of_events' rows and groups) in detail."""
     from pyspark.sql import functions as F
 
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
@@ -702,7 +663,7 @@ def _hits_of(
         )
     hits = []
     for (bundle, entry), count in sorted(counts.items()):
-        found = sorted(  # earliest_and_latest's order: unknown times first, then by time, then by place
+        found = sorted(  # chosen_of_events' order: unknown times first, then by time, then by place
             instances.get((bundle, entry), []),
             key=lambda i: (i.time is not None, i.time or datetime.min, i.sid, i.event_line),
         )
