@@ -118,12 +118,12 @@ RAW_WRITERS = {
         "write",
     ): "reads a source in its shape into the work dir's raw copies (removed after the run)",
     ("sources/ingest.py", "write_text"): "stages REST events as text among the raw copies (removed after the run)",
-    ("scan/scanner.py", "ParquetWriter"): "the events table: its text masked by _masked as it is cut from the file",
-    ("scan/scanner.py", "write_table"): "the same",
+    ("scan/scanner.py", "write_table"): "the events table: its text masked by _masked as it is cut from the file",
     ("scan/scanner.py", "write"): "the same",
-    ("scan/measured.py", "ParquetWriter"): "the measures' rows: lines of the events' text masked by the scan "
+    ("scan/measured.py", "write_table"): "the measures' rows: lines of the events' text masked by the scan "
     "(scanner._masked), the events table's `measures` flattened",
-    ("scan/measured.py", "write_table"): "the same",
+    ("scan/taskfile.py", "ParquetWriter"): "a task's file: the events table's or the measures' rows (above)",
+    ("scan/taskfile.py", "write_table"): "the same",
     ("analytics/metrics.py", "parquet"): "the measures read from the events table (masked when it was written), "
     "into the work dir for pyarrow to read (removed after the run)",
     ("fleet/run.py", "parquet"): "the lake's events: the scan's events table, masked when it was written",

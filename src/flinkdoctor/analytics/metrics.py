@@ -307,7 +307,7 @@ def _scanned(stored: EventsResult | None, measured: int | None) -> Texts | None:
     """The measures' rows as the scan tasks wrote them, when they wrote every row (`measured`, as they counted)
     and left no row's time to Spark (scan/measured.py); None otherwise: Spark writes them (`_reduced`). The
     tests' reference (WRITTEN a tuple) is Spark's aggregate: Spark writes them then too."""
-    from ..scan.scanner import filesystem_of
+    from ..scan.taskfile import filesystem_of
 
     if stored is None or stored.measured is None or measured is None or WRITTEN is not None:
         return None
@@ -325,7 +325,7 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
     would fill its heap, and read whole would hold every row's strings at once. The `line` column holds each
     row's position instead of its text: the text stays in the file (Texts)."""
 
-    from ..scan.scanner import filesystem_of
+    from ..scan.taskfile import filesystem_of
 
     first = min(events.inputFiles())
     folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder

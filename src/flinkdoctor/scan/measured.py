@@ -21,9 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..sources.layouts import layout_by_id
+from .taskfile import TaskFile
 
 if TYPE_CHECKING:
     import numpy as np
@@ -293,57 +294,20 @@ def _days_from_civil(year: Numbers, month: Numbers, day: Numbers) -> Numbers:
     return days
 
 
-class MeasuresFile:
-    """One task's file of measured rows (`flat_rows`), written under a name Spark and the driver skip (`_`) and
-    renamed when whole (a retried task replaces it), in row groups of about ROW_GROUP_BYTES; the rows whose time
-    the task left to Spark counted in its metadata (LEFT)."""
+class MeasuresFile(TaskFile):
+    """One task's file of measured rows (`flat_rows`, TaskFile), in row groups of about ROW_GROUP_BYTES; the
+    rows whose time the task left to Spark counted in its metadata (LEFT)."""
 
     def __init__(self, spec: MeasuredRows, task: int):
-        from .scanner import filesystem_of
-
+        super().__init__(spec.out_dir, task, ROW_GROUP_BYTES)
         self.spec = spec
-        self.filesystem, directory = filesystem_of(spec.out_dir)
-        self.final = f"{directory}/part-{task:05d}.parquet"
-        self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
-        self.writer: pq.ParquetWriter | None = None
-        self.pending: list[pa.Table] = []
-        self.pending_bytes = 0
-        self.left = 0
+        self.metadata[LEFT] = b"0"
 
     def write(self, batch: pa.RecordBatch, layout: str) -> None:
         rows, left = flat_rows(batch, self.spec, layout)
-        self.left += left
-        if rows is None:
-            return
-        self.pending.append(rows)
-        self.pending_bytes += rows.nbytes
-        if self.pending_bytes >= ROW_GROUP_BYTES:
-            self._flush()
-
-    def _flush(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if not self.pending:
-            return
-        table = pa.concat_tables(self.pending)
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(self.temporary, table.schema, filesystem=self.filesystem, compression="lz4")
-        self.writer.write_table(table, row_group_size=len(table))
-        self.pending, self.pending_bytes = [], 0
-
-    def __enter__(self) -> MeasuresFile:
-        return self
-
-    def __exit__(self, failed: type[BaseException] | None, *_: object) -> Literal[False]:
-        if failed is None:
-            self._flush()
-        if self.writer is not None:
-            self.writer.add_key_value_metadata({LEFT: str(self.left).encode()})
-            self.writer.close()
-            if failed is None:
-                self.filesystem.move(self.temporary, self.final)
-        return False
+        self.metadata[LEFT] = str(int(self.metadata[LEFT]) + left).encode()
+        if rows is not None:
+            self.write_table(rows)
 
 
 def times_left(files: list[pq.FileMetaData]) -> int:

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import InputChanged
 from ..safety.masking import TRIGGER_RE2, mask
@@ -43,13 +43,12 @@ from .measure import measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan
 from .re2 import extract, re2_regex
+from .taskfile import TaskFile, filesystem_of
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pyarrow as pa
-    import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
 
 Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per line or event
 Blob: TypeAlias = "pa.Buffer | bytes | memoryview"  # bytes read from a part's file
@@ -178,51 +177,16 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-class _EventsFile:
-    """One task's Parquet file of events, written under a name Spark skips (`_`) and renamed when whole, so a
-    task Spark retries replaces it and a failed one leaves nothing Spark would read. Batches are gathered into
-    row groups of about ROW_GROUP_BYTES: a task over thousands of small files would otherwise write thousands
-    of tiny row groups."""
+class _EventsFile(TaskFile):
+    """One task's Parquet file of events (TaskFile), in row groups of about ROW_GROUP_BYTES."""
 
     def __init__(self, out_dir: str, task: int):
-        self.filesystem, directory = filesystem_of(out_dir)
-        self.final = f"{directory}/part-{task:05d}.parquet"
-        self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
-        self.writer: pq.ParquetWriter | None = None
-        self.pending: list[pa.RecordBatch] = []
-        self.pending_bytes = 0
+        super().__init__(out_dir, task, ROW_GROUP_BYTES)
 
     def write(self, batch: pa.RecordBatch) -> None:
-        if not batch.num_rows:
-            return
-        self.pending.append(batch)
-        self.pending_bytes += batch.nbytes
-        if self.pending_bytes >= ROW_GROUP_BYTES:
-            self._flush()
-
-    def _flush(self) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        if not self.pending:
-            return
-        table = pa.Table.from_batches(self.pending)
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(self.temporary, table.schema, filesystem=self.filesystem, compression="lz4")
-        self.writer.write_table(table, row_group_size=len(table))
-        self.pending, self.pending_bytes = [], 0
-
-    def __enter__(self) -> _EventsFile:
-        return self
-
-    def __exit__(self, failed: type[BaseException] | None, *_: object) -> Literal[False]:
-        if failed is None:
-            self._flush()
-        if self.writer is not None:
-            self.writer.close()
-            if failed is None:
-                self.filesystem.move(self.temporary, self.final)
-        return False
+        self.write_table(pa.Table.from_batches([batch]))
 
 
 def _joinable(parts: list[Part]) -> list[list[Part]]:
@@ -1188,13 +1152,3 @@ def _open(path: str) -> pa.NativeFile:
     """The file through pyarrow's file systems: a local path, or a URI (hdfs://, s3://) on a cluster."""
     filesystem, inner = filesystem_of(path)
     return filesystem.open_input_file(inner)
-
-
-def filesystem_of(path: str) -> tuple[pafs.FileSystem, str]:
-    """(pyarrow file system, path in it) for a local path or a URI."""
-    from pyarrow import fs
-
-    if "://" in path:
-        filesystem, inner = fs.FileSystem.from_uri(path)
-        return filesystem, inner
-    return fs.LocalFileSystem(), path

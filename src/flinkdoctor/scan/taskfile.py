@@ -1,0 +1,76 @@
+"""A scan task's own Parquet file (its events, its measured rows), written whole or not at all.
+
+The file is written under a name Spark and the driver skip (`_`) and renamed when whole, so a task Spark retries
+replaces it and a failed one leaves nothing a reader would take. Tables are gathered into row groups of about
+`row_group_bytes`: a task over thousands of small files would otherwise write thousands of tiny row groups.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+
+def filesystem_of(path: str) -> tuple[pafs.FileSystem, str]:
+    """(pyarrow file system, path in it) for a local path or a URI."""
+    from pyarrow import fs
+
+    if "://" in path:
+        filesystem, inner = fs.FileSystem.from_uri(path)
+        return filesystem, inner
+    return fs.LocalFileSystem(), path
+
+
+Written = TypeVar("Written", bound="TaskFile")
+
+
+class TaskFile:
+    """One task's `part-<task>.parquet` under `out_dir`; `metadata` is written in its footer when it is closed."""
+
+    def __init__(self, out_dir: str, task: int, row_group_bytes: int):
+        self.filesystem, directory = filesystem_of(out_dir)
+        self.final = f"{directory}/part-{task:05d}.parquet"
+        self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
+        self.row_group_bytes = row_group_bytes
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[pa.Table] = []
+        self.pending_bytes = 0
+        self.metadata: dict[bytes, bytes] = {}
+
+    def write_table(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        self.pending.append(table)
+        self.pending_bytes += table.nbytes
+        if self.pending_bytes >= self.row_group_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self.pending:
+            return
+        table = pa.concat_tables(self.pending)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.temporary, table.schema, filesystem=self.filesystem, compression="lz4")
+        self.writer.write_table(table, row_group_size=len(table))
+        self.pending, self.pending_bytes = [], 0
+
+    def __enter__(self: Written) -> Written:
+        return self
+
+    def __exit__(self, failed: type[BaseException] | None, *_: object) -> Literal[False]:
+        if failed is None:
+            self._flush()
+        if self.writer is not None:
+            if self.metadata:
+                self.writer.add_key_value_metadata(self.metadata)
+            self.writer.close()
+            if failed is None:
+                self.filesystem.move(self.temporary, self.final)
+        return False
