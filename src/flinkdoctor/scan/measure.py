@@ -18,7 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from ..knowledge.regexes import parse, python_regex, sre
-from .prefilter import Positions, distinct
+from .prefilter import Positions, distinct, spans
 from .re2 import extract, matching, re2_regex, unicode_classes
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _captured(
     large = lines.cast(pa.large_string())
     offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + len(large) + 1]
     data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-    found = pc.extract_regex(_cut(data, offsets[tried] + at[tried], offsets[tried + 1]), anchored)
+    found = pc.extract_regex(spans(data, offsets[tried] + at[tried], offsets[tried + 1]), anchored)
     matched = found.is_valid().to_numpy(zero_copy_only=False)
     by_re2 = tried[matched]
     searched = np.sort(np.concatenate([np.flatnonzero(~plain), tried[~matched]]))
@@ -193,17 +193,6 @@ def _captured(
             captured = pa.concat_arrays([captured, other]).take(pa.array(order))
         values.append(captured)
     return hit[order], values
-
-
-def _cut(data: npt.NDArray[np.uint8], begin: Positions, end: Positions) -> pa.Array:
-    """The byte spans [begin, end) of `data` as a string array (one copy)."""
-    import numpy as np
-    import pyarrow as pa
-
-    bounds = np.empty(2 * len(begin) + 1, dtype=np.int64)
-    bounds[0:-1:2], bounds[1::2], bounds[-1] = begin, end, end[-1] if len(end) else 0
-    both = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(data))
-    return both.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
 
 
 def _captures(names: list[str], values: list[pa.Array], n: int) -> pa.MapArray:

@@ -279,3 +279,14 @@ def _compiled(patterns: tuple[str, ...], flags: list[int]) -> hyperscan.Database
         flags=flags,
     )
     return db
+
+
+def spans(data: Bytes | pa.Buffer, begin: Positions, end: Positions) -> pa.StringArray:
+    """The byte spans [begin, end) of `data` as a pyarrow string array (one copy)."""
+    import numpy as np
+    import pyarrow as pa
+
+    bounds = np.empty(2 * len(begin) + 1, dtype=np.int64)
+    bounds[0:-1:2], bounds[1::2], bounds[-1] = begin, end, end[-1] if len(end) else 0
+    both = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(data))
+    return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())

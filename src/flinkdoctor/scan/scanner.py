@@ -41,7 +41,7 @@ from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_t
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
-from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan
+from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
 from .re2 import extract, re2_regex
 from .taskfile import TaskFile, filesystem_of
 
@@ -533,7 +533,7 @@ class _Events:
         end = self.ends[lines].copy()
         for byte in (10, 13):  # a newline, then a carriage return before it
             end -= (end > begin) & (self.data[np.maximum(end - 1, 0)] == byte)
-        return _spans(self.data, begin, end).to_pylist()  # type: ignore[no-any-return]
+        return spans(self.data, begin, end).to_pylist()  # type: ignore[no-any-return]
 
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
@@ -566,7 +566,7 @@ class _Events:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        text = _spans(self.data, begin[keep], end[keep])
+        text = spans(self.data, begin[keep], end[keep])
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text, masked = _masked(text)
@@ -799,17 +799,6 @@ def _lines_array(data: Bytes, starts: Positions) -> pa.LargeStringArray:
     return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
-def _spans(data: Bytes | pa.Buffer, begin: Positions, end: Positions) -> pa.StringArray:
-    """The byte spans [begin, end) of `data` as a pyarrow string array (one copy)."""
-    import numpy as np
-    import pyarrow as pa
-
-    bounds = np.empty(2 * len(begin) + 1, dtype=np.int64)
-    bounds[0:-1:2], bounds[1::2], bounds[-1] = begin, end, end[-1] if len(end) else 0
-    both = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(data))
-    return both.take(pa.array(np.arange(0, len(bounds) - 1, 2))).cast(pa.string())
-
-
 def _stats(stats: list[PartStats]) -> pa.RecordBatch:
     """The parts' stats as one batch (OUTPUT_SCHEMA)."""
     import pyarrow as pa
@@ -964,7 +953,7 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
     after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
     end = np.append(newlines, offsets[-1])[after]
-    return _spans(data, offsets[:-1], np.minimum(end, offsets[1:]))
+    return spans(data, offsets[:-1], np.minimum(end, offsets[1:]))
 
 
 PREFIX = "flinkdoctorHeader"  # the group holding what precedes the message
@@ -993,7 +982,7 @@ def _rest(heads: pa.Array, prefix: pa.Array) -> pa.Array:
     offsets = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset : heads.offset + len(heads) + 1]
     length = pc.fill_null(pc.binary_length(prefix), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     data = heads.buffers()[2] or pa.py_buffer(b"")
-    rest = _spans(data, offsets[:-1] + length, offsets[1:])
+    rest = spans(data, offsets[:-1] + length, offsets[1:])
     return pc.if_else(prefix.is_valid(), rest, pa.scalar(None, pa.string()))
 
 
