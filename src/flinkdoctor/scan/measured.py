@@ -40,6 +40,7 @@ LEFT = b"flinkdoctor.times_left"  # the file's metadata: rows whose time (or sta
 ROW_GROUP_BYTES = 32 << 20  # rows' Arrow bytes per row group (metrics.Texts reads a group's lines to show one)
 LONG_DIGITS = 18  # ASCII digits Spark's cast reads into a long, surely
 YEARS = (1700, 2261)  # the years a time is read in (nanoseconds since 1970 in an int64: 1677-2262)
+PLAIN_COLUMNS = frozenset(("first_rel", "time", "c_checkpoint", "c_epoch_ms"))  # short, (nearly) distinct values
 FIELDS = {"yyyy": "year", "MM": "month", "dd": "day", "HH": "hour", "mm": "minute", "ss": "second", "SSS": "milli"}
 
 
@@ -299,7 +300,7 @@ class MeasuresFile(TaskFile):
     rows whose time the task left to Spark counted in its metadata (LEFT)."""
 
     def __init__(self, spec: MeasuredRows, task: int):
-        super().__init__(spec.out_dir, task, ROW_GROUP_BYTES)
+        super().__init__(spec.out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS)
         self.spec = spec
         self.metadata[LEFT] = b"0"
 

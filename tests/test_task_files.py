@@ -1,0 +1,95 @@
+"""The scan tasks' own Parquet files (scan/taskfile.py): the columns of distinct values written without a
+dictionary, every other column with one, and every row read back as the task scanned it, on a real lab run."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from test_catalogue_scan import small_catalogue
+
+from conftest import DATA
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def scanned(rules, tmp_path_factory):
+    """A real lab JobManager log (checkpoints measured, a failure matched) scanned as one task: its events' batches,
+    its measured rows, and the folders the task wrote them to."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.metrics import load_metrics, measured_rows
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.scan.measured import flat_rows
+    from flinkdoctor.scan.scanner import PartStats, part_rows, run, scan_part
+    from flinkdoctor.sources.ingest import ingest
+
+    work = tmp_path_factory.mktemp("taskfiles")
+    with tarfile.open(DATA / "lab" / "1.20.3" / "checkpoint-timeout.tar.gz") as archive:
+        member = next(m for m in archive.getmembers() if "/log/" in m.name and "standalonesession" in m.name)
+        log = work / Path(member.name).name
+        log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
+    tasks = plan(ingest([log], work / "in").text_sources, SPLIT_BYTES)
+    spec = dataclasses.replace(measured_rows(metrics), out_dir=str(work / "measures"))
+    (work / "measures").mkdir()
+    (work / "events").mkdir()
+    ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
+    list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec))
+    batches = [out for part in tasks[0] for out in scan_part(part, matcher.prefilter, matcher)]
+    batches = [b for b in batches if not isinstance(b, PartStats)]
+    rows = [flat_rows(b, spec, tasks[0][0].layout)[0] for b in batches]
+    return batches, [r for r in rows if r is not None], work, spec.captured
+
+
+def _encodings(path: Path) -> dict[str, set[str]]:
+    import pyarrow.parquet as pq
+
+    found: dict[str, set[str]] = {}
+    meta = pq.ParquetFile(path).metadata
+    for group in range(meta.num_row_groups):
+        for i in range(meta.num_columns):
+            column = meta.row_group(group).column(i)
+            found.setdefault(column.path_in_schema, set()).update(column.encodings)
+    return found
+
+
+def test_leaf_paths_are_the_ones_parquet_writes(scanned):
+    """leaf_paths names each column as the written file does, and each plain column is one of them (a renamed
+    column would otherwise get its dictionary back unnoticed)."""
+    from flinkdoctor.scan import measured, scanner
+    from flinkdoctor.scan.taskfile import leaf_paths
+
+    _, _, work, captured = scanned
+    for path, schema, plain in (
+        (work / "events" / "part-00000.parquet", scanner._schema(), scanner.PLAIN_COLUMNS),
+        (work / "measures" / "part-00000.parquet", measured.schema(captured), measured.PLAIN_COLUMNS),
+    ):
+        written = list(_encodings(path))
+        assert leaf_paths(schema) == written
+        assert plain <= set(written)
+
+
+def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
+    """The plain columns hold no dictionary page, the others do; both files read back the task's rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.scan import measured, scanner
+
+    batches, rows, work, _ = scanned
+    assert rows and batches
+    for path, plain, expected in (
+        (work / "events" / "part-00000.parquet", scanner.PLAIN_COLUMNS, pa.Table.from_batches(batches)),
+        (work / "measures" / "part-00000.parquet", measured.PLAIN_COLUMNS, pa.concat_tables(rows)),
+    ):
+        for column, encodings in _encodings(path).items():
+            if column != "orphan":  # (Parquet has no dictionary of booleans)
+                assert ("RLE_DICTIONARY" in encodings) == (column not in plain), column
+        assert pq.read_table(path).to_pylist() == expected.to_pylist()
