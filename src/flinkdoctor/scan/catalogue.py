@@ -27,6 +27,7 @@ from .prefilter import Bytes, Positions, compiled_with_modes, distinct
 
 if TYPE_CHECKING:
     import hyperscan
+    import pyarrow as pa
 
     from ..knowledge.catalogue import Catalogue
 
@@ -387,7 +388,7 @@ def line_hits(
     entries: Positions,
     lines: Positions,
     first: Positions,
-    line_texts: Callable[[Positions], list[str]],
+    line_texts: Callable[[Positions], pa.Array],
 ) -> Candidates:
     """Candidates of the (event, entry, line) triples the pass found: an entry's pattern ends in that line's bytes.
     The regex is tried on those lines only, and the first of them (in order) that is no stack frame and that it
@@ -395,7 +396,8 @@ def line_hits(
     (patterns.py), so a line it matches holds a match of the pattern, and no other line needs the regex:
     entry_hits' answer on the same text, without splitting every candidate event into lines. A regex is tried
     once per distinct (entry, line text), however many events repeat the line (a stack trace's lines repeat
-    with every retry), and `line_texts` gives the texts of the distinct lines (ascending) in one call."""
+    with every retry), and `line_texts` gives the texts of the distinct lines (ascending) in one call, as an
+    Arrow array: only its distinct texts become Python strings."""
     import numpy as np
 
     if not len(events):
@@ -403,9 +405,9 @@ def line_hits(
     order = np.lexsort((lines, entries, events))
     events, entries, lines = events[order], entries[order], lines[order]
     numbered, line_of = np.unique(lines, return_inverse=True)
-    numbers: dict[str, int] = {}  # each distinct text's number
-    text_of_line = np.array([numbers.setdefault(t, len(numbers)) for t in line_texts(numbered)], dtype=np.int64)
-    texts = list(numbers)
+    encoded = line_texts(numbered).dictionary_encode()  # each distinct text numbered
+    text_of_line = encoded.indices.to_numpy().astype(np.int64)
+    texts = encoded.dictionary.to_pylist()
     frame = [FRAME.match(text) is not None for text in texts]
     pairs, pair_of = np.unique(entries * len(texts) + text_of_line[line_of], return_inverse=True)
     regexes = index.regexes
@@ -420,9 +422,10 @@ def line_hits(
     starts = np.flatnonzero(np.append(True, group[1:] != group[:-1]))
     hit_at = np.flatnonzero(matched)
     hit_at = hit_at[np.unique(group[hit_at], return_index=True)[1]]  # each pair's first matching line
-    found: dict[int, list[int]] = {}
-    for event, entry in zip(events[starts].tolist(), entries[starts].tolist(), strict=True):
-        found.setdefault(event, []).append(entry)
+    of_event = events[starts]  # each (event, entry) pair's event, ascending: the event's entries are a run
+    runs = np.flatnonzero(np.append(True, of_event[1:] != of_event[:-1]))
+    bounds, listed = np.append(runs, len(of_event)).tolist(), entries[starts].tolist()
+    found = {e: listed[a:b] for e, a, b in zip(of_event[runs].tolist(), bounds[:-1], bounds[1:], strict=True)}
     hits: dict[int, list[dict[str, str | int]]] = {}
     idx = (lines[hit_at] - first[events[hit_at]]).tolist()
     for event, entry, at in zip(events[hit_at].tolist(), entries[hit_at].tolist(), idx, strict=True):

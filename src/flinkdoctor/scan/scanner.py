@@ -527,7 +527,7 @@ class _Events:
         spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines], files)
         return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_texts)
 
-    def _line_texts(self, lines: Positions) -> list[str]:
+    def _line_texts(self, lines: Positions) -> pa.Array:
         """The lines as their event's text holds them: without the line end (and a piece's marker byte)."""
         import numpy as np
 
@@ -535,7 +535,7 @@ class _Events:
         end = self.ends[lines].copy()
         for byte in (10, 13):  # a newline, then a carriage return before it
             end -= (end > begin) & (self.data[np.maximum(end - 1, 0)] == byte)
-        return spans(self.data, begin, end).to_pylist()  # type: ignore[no-any-return]
+        return spans(self.data, begin, end)
 
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
