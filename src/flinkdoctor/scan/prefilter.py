@@ -242,22 +242,21 @@ def serialized(patterns: tuple[str, ...], name: str = "hyperscan-rules") -> byte
     return compiled
 
 
-def compile_patterns(patterns: tuple[str, ...], ids: Sequence[int] | None = None) -> hyperscan.Database | None:
-    """The patterns compiled for Hyperscan's block mode (None without Hyperscan), reported by `ids` (default:
-    their positions). A pattern Hyperscan cannot compile exactly is compiled in its prefilter mode (a superset of
-    its matches, which is all the pass needs)."""
+def compile_patterns(patterns: tuple[str, ...]) -> hyperscan.Database | None:
+    """The patterns compiled for Hyperscan's block mode (None without Hyperscan). A pattern Hyperscan cannot
+    compile exactly is compiled in its prefilter mode (a superset of its matches, which is all the pass needs)."""
     try:
         import hyperscan  # noqa: F401 (only whether it is there)
     except ImportError:
         return None
-    return compiled_with_modes(patterns, ids)[0]
+    return compiled_with_modes(patterns)[0]
 
 
 def compiled_with_modes(
     patterns: tuple[str, ...], ids: Sequence[int] | None = None
 ) -> tuple[hyperscan.Database, frozenset[int]]:
-    """compile_patterns' database (Hyperscan must be there), and the positions of the patterns it compiled in
-    prefilter mode."""
+    """compile_patterns' database (Hyperscan must be there), each pattern reported by its `ids` (default: its
+    position), and the positions of the patterns it compiled in prefilter mode."""
     import hyperscan
 
     exact = hyperscan.HS_FLAG_UTF8
