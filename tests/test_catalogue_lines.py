@@ -120,6 +120,64 @@ def test_the_pass_joins_the_lines_it_scans_as_they_are(tmp_path):
     assert _joined(data, starts[chosen], ends[chosen]) == expected
 
 
+@pytest.mark.parametrize("variant", ["as recorded", "crlf", "no last newline"])
+def test_the_pass_finds_per_distinct_line_what_one_pass_over_the_lines_finds(tmp_path, variant):
+    """candidates() scans each distinct line once, and only the patterns that may match a newline over the lines
+    as they follow each other: the same (line, entry) pairs as every pattern over the lines back to back, each
+    file's on its own. Real lines (their stack frames repeat), chosen with gaps and adjacent runs, cut into three
+    files, with the small catalogue and entries whose regexes run across lines (a blank class, a negated class,
+    a back reference)."""
+    from types import SimpleNamespace
+
+    from flinkdoctor.scan.catalogue import _joined, candidates, catalogue_index
+    from flinkdoctor.scan.prefilter import compile_patterns, distinct
+
+    spanning = [
+        r"Insufficient number of network buffers:\s+required",
+        r"java\.io\.IOException[^@]{0,80}at org\.apache",
+        r"(\w+)Exception: \1 in",
+        r"to FAILED with failure cause:[\s\S]*?Insufficient",
+    ]
+    entries = list(small_catalogue().entries)
+    entries += [SimpleNamespace(id=f"test:{i}", regex=regex) for i, regex in enumerate(spanning)]
+    index = catalogue_index(SimpleNamespace(entries=entries))
+    assert index is not None and len(index.spanning) >= len(spanning)
+    log = _log(tmp_path)
+    log = {"crlf": log.replace(b"\n", b"\r\n"), "no last newline": log.rstrip(b"\n")}.get(variant, log)
+    data = np.frombuffer(log, dtype=np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(data == 10) + 1])
+    starts = starts[starts < len(data)]
+    ends = np.append(starts[1:], len(data))
+    chosen = np.sort(np.random.default_rng(25).choice(len(starts), size=len(starts) // 2, replace=False))
+    chosen = np.unique(np.concatenate([chosen, chosen[:200] + 1, [len(starts) - 1]]))
+    chosen = chosen[chosen < len(starts)]
+    begin, end = starts[chosen], ends[chosen]
+    files = np.array([len(chosen) // 3, 2 * len(chosen) // 3])
+
+    one_pass = compile_patterns(index.patterns)
+    joined = _joined(data, begin, end)
+    at = np.cumsum(end - begin) - (end - begin)
+    found: list[int] = []
+    bounds = [0, *at[files].tolist(), len(joined)]
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        one_pass.scan(joined[lo:hi], match_event_handler=lambda p, s, e, f, c, lo=lo: found.extend((p, e + lo)))
+    pattern, stop = np.array(found[0::2]), np.array(found[1::2])
+    span = np.searchsorted(at, stop - 1, side="right") - 1
+    pattern, span = np.divmod(distinct(pattern * len(begin) + span), len(begin))
+    expected = {(s, e) for p, s in zip(pattern.tolist(), span.tolist(), strict=True) for e in index.entries_of[p]}
+
+    spans, numbers = candidates(index, data, begin, end, files)
+    got = list(zip(spans.tolist(), numbers.tolist(), strict=True))
+    assert len(got) == len(set(got)) and set(got) == expected
+    assert {f"test:{i}" for i in range(len(spanning))} <= {index.ids[e] for _, e in got}
+    alone = set()  # the pairs each line holds on its own
+    for s in {s for s, _ in got}:
+        one_pass.scan(data[begin[s] : end[s]].tobytes(), match_event_handler=lambda p, *_, s=s: alone.add((s, p)))
+    alone_entries = {(s, e) for s, p in alone for e in index.entries_of[p]}
+    assert any(pair not in alone_entries for pair in got)  # some only across lines
+    assert len({data[a:b].tobytes() for a, b in zip(begin, end, strict=True)}) < len(begin) * 0.8  # lines repeat
+
+
 def test_rows_without_matches_are_built_from_offsets_as_python_lists_would_be():
     """The matches', entries' and repeats' columns of a part where most rows hold none (a production part's
     checkpoint lines): the same arrays as Arrow builds from one Python list per row."""

@@ -202,3 +202,32 @@ def test_masking_stays_linear_on_a_long_hostile_line():
         started = time.perf_counter()
         mask(line)
         assert time.perf_counter() - started < 3, line[:10]
+
+
+URL_PIECE = st.sampled_from(
+    ["://", ":", "@", "/", " ", "\n", "\u2003", '"', "'", "user", "pw", "host", "jdbc:x", "%40"]
+)
+
+
+@FAST
+@given(st.lists(st.one_of(URL_PIECE, st.text(max_size=8)), max_size=14).map("".join))
+def test_a_url_the_masks_change_is_triggered(text):
+    """The trigger's URL part (`://`, then up to an `@` with a `:` between) holds wherever the URL mask matches."""
+    assert mask(text) == text or _triggered(text)
+
+
+def test_the_trigger_holds_on_every_real_and_hostile_text_masking_changes(tmp_path):
+    """Every file of tests/data and of the hostile bundle, whole and line by line: masked unchanged unless the
+    trigger holds (the scan tasks mask only the events it flags)."""
+    from conftest import DATA
+    from hostile_input import SECRET_VALUES, hostile_bundle
+
+    texts = [data.decode("utf-8", "replace") for data in hostile_bundle(tmp_path / "hostile").values()]
+    texts += [path.read_bytes().decode("utf-8", "replace") for path in sorted(DATA.rglob("*")) if path.is_file()]
+    changed = 0
+    for text in texts:
+        for piece in [text, *text.split("\n")]:
+            if mask(piece) != piece:
+                changed += 1
+                assert _triggered(piece), piece[:200]
+    assert changed >= len(SECRET_VALUES)  # the hostile bundle's planted secrets at least

@@ -41,6 +41,8 @@ CATEGORY = {
 }
 DROPPED = (sre.AT, sre.ASSERT, sre.ASSERT_NOT)
 LOOSE_ABOVE = 4  # a repeat bounded above this is compiled without its bound
+NEWLINE_MARK = "\\r?"  # written before every one-character node that can match a newline (and nowhere else)
+ANY_TEXT = "[\\x{0}-\\x{10ffff}]*"  # a back reference
 
 
 class Unsupported(ValueError):
@@ -62,6 +64,13 @@ def hyperscan_pattern(java: str, whole_text: bool = False) -> str | None:
     if not items:
         return None
     return "".join(_node(op, av, flags) for op, av in items)
+
+
+def spans_lines(pattern: str) -> bool:
+    """Whether a pattern hyperscan_pattern wrote can match a newline, and so run from one line into the next:
+    every node that can is written with NEWLINE_MARK, a back reference as ANY_TEXT, and any other character is
+    escaped, so neither appears otherwise."""
+    return NEWLINE_MARK in pattern or ANY_TEXT in pattern
 
 
 def _trimmed(items: list[Node], flags: int, leading: bool = True) -> list[Node]:
@@ -166,7 +175,7 @@ def _node(op: object, av: NodeArg, flags: int) -> str:  # noqa: C901 (one case p
     if op is sre.BRANCH:
         return "(?:" + "|".join("".join(_node(o, a, flags) for o, a in branch) for branch in av[1]) + ")"
     if op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
-        return "[\\x{0}-\\x{10ffff}]*"  # a back reference: any text (a conditional: either branch or none)
+        return ANY_TEXT  # a back reference: any text (a conditional: either branch or none)
     raise Unsupported(f"regex construct {op}")
 
 

@@ -237,7 +237,7 @@ def serialized(patterns: tuple[str, ...], name: str = "hyperscan-rules") -> byte
     found = cached(name, key)
     if isinstance(found, bytes):
         return found
-    compiled = hyperscan.dumpb(_compile_all(patterns))
+    compiled = hyperscan.dumpb(compiled_with_modes(patterns)[0])
     store(name, key, compiled)
     return compiled
 
@@ -249,32 +249,37 @@ def compile_patterns(patterns: tuple[str, ...]) -> hyperscan.Database | None:
         import hyperscan  # noqa: F401 (only whether it is there)
     except ImportError:
         return None
-    return _compile_all(patterns)
+    return compiled_with_modes(patterns)[0]
 
 
-def _compile_all(patterns: tuple[str, ...]) -> hyperscan.Database:
+def compiled_with_modes(
+    patterns: tuple[str, ...], ids: Sequence[int] | None = None
+) -> tuple[hyperscan.Database, frozenset[int]]:
+    """compile_patterns' database (Hyperscan must be there), each pattern reported by its `ids` (default: its
+    position), and the positions of the patterns it compiled in prefilter mode."""
     import hyperscan
 
     exact = hyperscan.HS_FLAG_UTF8
     flags = [exact] * len(patterns)
+    numbers = list(range(len(patterns)) if ids is None else ids)
     try:
-        return _compiled(patterns, flags)
+        return _compiled(patterns, flags, numbers), frozenset()
     except hyperscan.error:
         for i, pattern in enumerate(patterns):  # find the ones that need the prefilter mode
             try:
-                _compiled((pattern,), [exact])
+                _compiled((pattern,), [exact], [0])
             except hyperscan.error:
                 flags[i] = exact | hyperscan.HS_FLAG_PREFILTER
-        return _compiled(patterns, flags)
+        return _compiled(patterns, flags, numbers), frozenset(i for i, f in enumerate(flags) if f != exact)
 
 
-def _compiled(patterns: tuple[str, ...], flags: list[int]) -> hyperscan.Database:
+def _compiled(patterns: tuple[str, ...], flags: list[int], ids: list[int]) -> hyperscan.Database:
     import hyperscan
 
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     db.compile(
         expressions=[p.encode("ascii") for p in patterns],
-        ids=list(range(len(patterns))),
+        ids=ids,
         elements=len(patterns),
         flags=flags,
     )

@@ -42,7 +42,7 @@ from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
-from .re2 import extract, re2_regex
+from .re2 import extract, matching, re2_regex
 from .taskfile import TaskFile, filesystem_of
 
 if TYPE_CHECKING:
@@ -527,7 +527,7 @@ class _Events:
         spans, numbers = candidates(index, self.data, self.starts[lines], self.ends[lines], files)
         return line_hits(index, owner[spans], numbers, lines[spans], self.first, self._line_texts)
 
-    def _line_texts(self, lines: Positions) -> list[str]:
+    def _line_texts(self, lines: Positions) -> pa.Array:
         """The lines as their event's text holds them: without the line end (and a piece's marker byte)."""
         import numpy as np
 
@@ -535,7 +535,7 @@ class _Events:
         end = self.ends[lines].copy()
         for byte in (10, 13):  # a newline, then a carriage return before it
             end -= (end > begin) & (self.data[np.maximum(end - 1, 0)] == byte)
-        return spans(self.data, begin, end).to_pylist()  # type: ignore[no-any-return]
+        return spans(self.data, begin, end)
 
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
@@ -653,30 +653,35 @@ def _entry_hits(
     the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
     holding an exception or a stack frame (catalogue.py). The lines' hits were found on the part's lines
     (Candidates.hits); a row whose text masking changed is matched again on its masked text."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     out: dict[int, list[dict[str, str | int]]] = {}
     index = matcher.catalogue if matcher is not None else None
     if index is None or not entries.entries:
         return _sparse_lists(len(keep), out, _entries_type())
-    pasted = not layout_by_id(part.layout).timed
-    found_of: dict[int, list[dict[str, str | int]]] = {}
-    for row, event in enumerate(keep.tolist()):
-        if event in entries.entries:
-            found = entries.hits.get(event, []) if not masked[row] else None
-            if found is None or found:
-                found_of[row] = found if found is not None else []
-    rows = list(found_of)
-    levels = level.take(pa.array(rows, pa.int64())).to_pylist()
-    evident = [pasted or lvl in WARN_WORDS or bool(headerless[row]) for row, lvl in zip(rows, levels, strict=True)]
-    # the text only where it is read: matched again (masking changed it), or searched for a trace (a stack trace's
-    # text is most of a part's kept bytes, and turning it into Python strings cost more than the search)
-    read = [row for row, known in zip(rows, evident, strict=True) if masked[row] or not known]
-    texts = dict(zip(read, text.take(pa.array(read, pa.int64())).to_pylist(), strict=True))
-    for row, known in zip(rows, evident, strict=True):
-        found = entry_hits(index, texts[row], entries.entries[int(keep[row])]) if masked[row] else found_of[row]
-        if found and (known or TRACE.search(texts[row])):
-            out[row] = found
+    # the rows tried: those with hits on their lines, and those whose text masking changed (matched again)
+    with_hits = np.isin(keep, np.fromiter(entries.hits, dtype=np.int64, count=len(entries.hits)))
+    candidate = np.isin(keep, np.fromiter(entries.entries, dtype=np.int64, count=len(entries.entries)))
+    rows = np.flatnonzero(with_hits | (candidate & masked))
+    if not len(rows):
+        return _sparse_lists(len(keep), out, _entries_type())
+    warn = pc.fill_null(pc.is_in(level.take(pa.array(rows)), pa.array(sorted(WARN_WORDS))), False)
+    evident = warn.to_numpy(zero_copy_only=False) | headerless[rows] | (not layout_by_id(part.layout).timed)
+    # the rest holds a trace or not: RE2 over their texts at once (a stack trace's text is most of a part's kept
+    # bytes, and turning it into Python strings cost more than the search); the masked ones' text is read
+    unknown = rows[~evident & ~masked[rows]]
+    traced = set(unknown[matching(text.take(pa.array(unknown)), TRACE.pattern)].tolist()) if len(unknown) else set()
+    again = rows[masked[rows]]
+    texts = dict(zip(again.tolist(), text.take(pa.array(again, pa.int64())).to_pylist(), strict=True))
+    for row, known in zip(rows.tolist(), evident.tolist(), strict=True):
+        if row in texts:
+            found = entry_hits(index, texts[row], entries.entries[int(keep[row])])
+            if found and (known or TRACE.search(texts[row])):
+                out[row] = found
+        elif known or row in traced:
+            out[row] = entries.hits[int(keep[row])]
     return _sparse_lists(len(keep), out, _entries_type())
 
 
@@ -1051,7 +1056,12 @@ def _matches(
         numbers = numbers[order]
         offsets = np.zeros(len(text) + 1, dtype=np.int64)
         np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
-    rule_rows = distinct(np.repeat(np.arange(len(text)), np.diff(offsets))[numbers < first_metric])
+    # the rules' signatures per row (a metric's are measured below), cut into Python lists at once: numpy's
+    # slicing and masking per row cost more than the rows' matching
+    rule = numbers < first_metric
+    of_pair = np.repeat(np.arange(len(text)), np.diff(offsets))[rule]  # (ascending)
+    numbers = numbers[rule]
+    rule_rows = distinct(of_pair)
     if len(rule_rows):
         texts = text.take(pa.array(rule_rows)).to_pylist()
         message, level = (
@@ -1062,10 +1072,11 @@ def _matches(
             fields["logger"].take(pa.array(rule_rows)).to_pylist(),
             fields["thread"].take(pa.array(rule_rows)).to_pylist(),
         )
+        bounds = np.searchsorted(of_pair, np.append(rule_rows, len(text))).tolist()
+        wanted = numbers.tolist()
         for k, i in enumerate(rule_rows.tolist()):
-            wanted = numbers[offsets[i] : offsets[i + 1]]
             event = Fields(texts[k], message[k], level[k], logger[k], thread[k], part.kind)
-            matched = matcher.match(event, wanted[wanted < first_metric].tolist())
+            matched = matcher.match(event, wanted[bounds[k] : bounds[k + 1]])
             if matched:
                 matches[i] = [
                     {"rule": rule, "captures": list(captures.items()), "idx": idx} for rule, captures, idx in matched
