@@ -79,7 +79,10 @@ class Columns:
 
     def sort(self) -> None:
         """In the analysis' order, in place: triggers by job name, then checkpoint, then time; completions by job
-        name, untimed last, then time, then checkpoint (numpy's lexsort is stable: then the order read)."""
+        name, untimed last, then time, then checkpoint (numpy's lexsort is stable: then the order read). A side
+        already in that order (one job's log, read in time order) is left as it is: its sort index and column
+        copies would cost 16 bytes a row and more. What the copies freed is given back (give_back): a long run's
+        columns are past glibc's mmap threshold once it has risen, and would stay in its heap."""
         import numpy as np
 
         if self.sorted:
@@ -87,16 +90,57 @@ class Columns:
         rank = np.empty(len(self.jobs), dtype=np.int32)
         rank[np.argsort(np.array(self.jobs, dtype=object), kind="stable")] = np.arange(len(self.jobs), dtype=np.int32)
         self.jobs = sorted(self.jobs)
-        self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
-        order = np.lexsort((self.t_time.astype(np.int64), self.t_number, self.t_job))
-        for name in TRIGGER_FIELDS:
-            setattr(self, f"t_{name}", getattr(self, f"t_{name}")[order])
-        times = self.c_time.astype(np.int64)
-        order = np.lexsort((self.c_number, times, np.isnat(self.c_time), self.c_job))
-        del times
-        for name in COMPLETED_FIELDS:
-            setattr(self, f"c_{name}", getattr(self, f"c_{name}")[order])
+        if (rank != np.arange(len(rank))).any():  # (the names read in their sorted order: the codes are the ranks)
+            self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
+        self._order("t", TRIGGER_FIELDS, self._trigger_keys)
+        self._order("c", COMPLETED_FIELDS, self._completion_keys)
         self.sorted = True
+        give_back()
+
+    def _trigger_keys(self) -> tuple:
+        import numpy as np
+
+        return self.t_time.view(np.int64), self.t_number, self.t_job
+
+    def _completion_keys(self) -> tuple:
+        import numpy as np
+
+        return self.c_number, self.c_time.view(np.int64), np.isnat(self.c_time), self.c_job
+
+    def _order(self, side: str, fields: tuple[str, ...], keys_of) -> None:
+        """The side's columns in np.lexsort's order of `keys_of()` (views of them: made here, so that no key holds
+        a column replaced), one column copy at a time."""
+        import numpy as np
+
+        keys = keys_of()
+        if _ordered(keys):
+            return
+        order = np.lexsort(keys)
+        del keys
+        for name in fields:
+            setattr(self, f"{side}_{name}", getattr(self, f"{side}_{name}")[order])
+
+
+ORDER_STEP = 1 << 20  # rows compared at a time by _ordered
+
+
+def _ordered(keys: tuple) -> bool:
+    """Whether the rows are in np.lexsort(keys)'s order already (the last key first; equal rows in any order, as
+    a stable sort leaves them), checked a slice at a time: no array of a row's size."""
+    import numpy as np
+
+    size = len(keys[0])
+    for start in range(0, max(size - 1, 0), ORDER_STEP):
+        end = min(start + ORDER_STEP, size - 1)
+        equal = np.ones(end - start, dtype=np.bool_)  # (row k and row k + 1 equal in the keys compared so far)
+        later = np.zeros(end - start, dtype=np.bool_)  # (row k + 1 after row k by the keys compared so far)
+        for key in reversed(keys):
+            here, after = key[start:end], key[start + 1 : end + 1]
+            later |= equal & (after > here)
+            equal &= after == here
+        if not (later | equal).all():
+            return False
+    return True
 
 
 def give_back() -> None:
