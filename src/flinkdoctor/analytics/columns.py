@@ -97,26 +97,27 @@ class Columns:
         self.sorted = True
         give_back()
 
-    def _trigger_keys(self) -> tuple:
+    def _trigger_keys(self, rows: slice = slice(None)) -> tuple:
+        """The triggers' sort keys (of `rows`), least significant first, as np.lexsort takes them: views, no copy."""
         import numpy as np
 
-        return self.t_time.view(np.int64), self.t_number, self.t_job
+        return self.t_time[rows].view(np.int64), self.t_number[rows], self.t_job[rows]
 
-    def _completion_keys(self) -> tuple:
+    def _completion_keys(self, rows: slice = slice(None)) -> tuple:
+        """The completions' sort keys (of `rows`): views, and one flag a row (untimed)."""
         import numpy as np
 
-        return self.c_number, self.c_time.view(np.int64), np.isnat(self.c_time), self.c_job
+        times = self.c_time[rows]
+        return self.c_number[rows], times.view(np.int64), np.isnat(times), self.c_job[rows]
 
     def _order(self, side: str, fields: tuple[str, ...], keys_of) -> None:
-        """The side's columns in np.lexsort's order of `keys_of()` (views of them: made here, so that no key holds
-        a column replaced), one column copy at a time."""
+        """The side's columns in np.lexsort's order of `keys_of()`, one column copy at a time; none when they are
+        in that order already."""
         import numpy as np
 
-        keys = keys_of()
-        if _ordered(keys):
+        if _ordered(keys_of, len(getattr(self, f"{side}_job"))):
             return
-        order = np.lexsort(keys)
-        del keys
+        order = np.lexsort(keys_of())
         for name in fields:
             setattr(self, f"{side}_{name}", getattr(self, f"{side}_{name}")[order])
 
@@ -124,18 +125,18 @@ class Columns:
 ORDER_STEP = 1 << 20  # rows compared at a time by _ordered
 
 
-def _ordered(keys: tuple) -> bool:
-    """Whether the rows are in np.lexsort(keys)'s order already (the last key first; equal rows in any order, as
-    a stable sort leaves them), checked a slice at a time: no array of a row's size."""
+def _ordered(keys_of, size: int) -> bool:
+    """Whether `size` rows are in np.lexsort's order of their keys already (`keys_of(rows)`: the keys of a slice
+    of them, the most significant last; equal rows in any order, as a stable sort leaves them), checked a slice
+    at a time: nothing of the rows' size is made."""
     import numpy as np
 
-    size = len(keys[0])
     for start in range(0, max(size - 1, 0), ORDER_STEP):
-        end = min(start + ORDER_STEP, size - 1)
-        equal = np.ones(end - start, dtype=np.bool_)  # (row k and row k + 1 equal in the keys compared so far)
-        later = np.zeros(end - start, dtype=np.bool_)  # (row k + 1 after row k by the keys compared so far)
+        keys = keys_of(slice(start, min(start + ORDER_STEP, size - 1) + 1))  # (each row and the next)
+        equal = np.ones(len(keys[0]) - 1, dtype=np.bool_)  # (row k and row k + 1 equal in the keys compared so far)
+        later = np.zeros(len(keys[0]) - 1, dtype=np.bool_)  # (row k + 1 after row k by the keys compared so far)
         for key in reversed(keys):
-            here, after = key[start:end], key[start + 1 : end + 1]
+            here, after = key[:-1], key[1:]
             later |= equal & (after > here)
             equal &= after == here
         if not (later | equal).all():
