@@ -1449,3 +1449,43 @@ def test_sorting_ordered_checkpoints_allocates_nothing_that_grows_with_them(monk
 
     few, many = peak(100_000), peak(400_000)
     assert many < 1 << 20 and many - few < 64 << 10, (few, many)
+
+
+@pytest.mark.unit
+def test_the_rows_that_may_share_a_checkpoint_are_found_a_slice_at_a_time(monkeypatch):
+    """Builder.shared compares each row with its neighbour in (job, number) order a few rows at a time: the rows
+    it names are those the whole comparison named (the reference), with repeats across every slice's edge,
+    numbers absent, non-consecutive and past 2^62, and none when each checkpoint is read once."""
+    import numpy as np
+
+    from flinkdoctor.analytics import columns as co
+
+    def reference(job, number):
+        order = np.lexsort((number, job))
+        same = (np.diff(job[order]) == 0) & (np.diff(number[order]) == 0)
+        twice = np.zeros(len(job), dtype=np.bool_)
+        twice[1:] = same
+        twice[:-1] |= same
+        return np.sort(order[twice])
+
+    monkeypatch.setattr(co, "ORDER_STEP", 7)
+    rng = np.random.default_rng(5)
+    for rows in (0, 1, 2, 7, 8, 15, 400):
+        builder = co.Builder(rows, rows)
+        for side in ("t", "c"):
+            job = rng.integers(0, 3, rows).astype(np.int32)
+            number = rng.choice(np.array([-1, 1, 2, 5, 9, 2**62 + 3, *range(100, 100 + rows)]), rows)
+            getattr(builder._made, f"{side}_job")[:] = job
+            getattr(builder._made, f"{side}_number")[:] = number
+        builder._filled = [rows, rows]
+        found = builder.shared()
+        for side in ("t", "c"):
+            job, number = getattr(builder._made, f"{side}_job"), getattr(builder._made, f"{side}_number")
+            expected = reference(job, number)
+            assert found.get(side, np.zeros(0, np.int64)).tolist() == expected.tolist(), (rows, side)
+    once = co.Builder(50, 50)
+    for side in ("t", "c"):
+        getattr(once._made, f"{side}_job")[:] = np.repeat(np.arange(5, dtype=np.int32), 10)
+        getattr(once._made, f"{side}_number")[:] = np.tile(np.arange(1, 20, 2), 5)
+    once._filled = [50, 50]
+    assert once.shared() == {}

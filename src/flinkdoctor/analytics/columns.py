@@ -358,21 +358,24 @@ class Builder:
         """Per side ("t", "c"), the rows added (positions, ascending) whose job and checkpoint number another
         row of the side has too (or, without a number, whose job another numberless row has): only these can
         share a group of `_reduced` (a group's rows have one job and one number; a bundle or a number written
-        otherwise, "007", only splits them further). A log read twice, a job's numbers counted again."""
+        otherwise, "007", only splits them further). A log read twice, a job's numbers counted again. Beside the
+        sort's index, a flag a row: neighbours in that order are compared a slice at a time."""
         import numpy as np
 
         made, shared = self._made, {}
         for side, size in (("t", self._filled[0]), ("c", self._filled[1])):
             job, number = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_number")[:size]
             order = np.lexsort((number, job))
-            same = np.diff(job[order]) == 0
-            same &= np.diff(number[order]) == 0
-            if not same.any():
-                continue
             twice = np.zeros(size, dtype=np.bool_)
-            twice[1:] = same
-            twice[:-1] |= same
-            shared[side] = np.sort(order[twice])
+            for start in range(0, max(size - 1, 0), ORDER_STEP):  # (neighbours in that order, a slice at a time)
+                at = order[start : min(start + ORDER_STEP, size - 1) + 1]
+                same = np.diff(job[at]) == 0
+                same &= np.diff(number[at]) == 0
+                twice[at[1:][same]] = True
+                twice[at[:-1][same]] = True
+            del order
+            if twice.any():
+                shared[side] = np.flatnonzero(twice)
         return shared
 
     def reduce_shared(self, shared: dict, tables: dict) -> None:
