@@ -81,7 +81,7 @@ class Columns:
         """In the analysis' order, in place: triggers by job name, then checkpoint, then time; completions by job
         name, untimed last, then time, then checkpoint (numpy's lexsort is stable: then the order read). A side
         already in that order (one job's log, read in time order) is left as it is: its sort index and column
-        copies would cost 16 bytes a row and more. What the copies freed is given back (give_back): a long run's
+        copies would cost 16 bytes a row and more. What a long run's copies freed is given back (give_back): its
         columns are past glibc's mmap threshold once it has risen, and would stay in its heap."""
         import numpy as np
 
@@ -92,10 +92,11 @@ class Columns:
         self.jobs = sorted(self.jobs)
         if (rank != np.arange(len(rank))).any():  # (the names read in their sorted order: the codes are the ranks)
             self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
-        self._order("t", TRIGGER_FIELDS, self._trigger_keys)
-        self._order("c", COMPLETED_FIELDS, self._completion_keys)
+        moved = self._order("t", TRIGGER_FIELDS, self._trigger_keys)
+        moved |= self._order("c", COMPLETED_FIELDS, self._completion_keys)
         self.sorted = True
-        give_back()
+        if moved and len(self) >= GIVEN_BACK:
+            give_back()
 
     def _trigger_keys(self, rows: slice = slice(None)) -> tuple:
         """The triggers' sort keys (of `rows`), least significant first, as np.lexsort takes them: views, no copy."""
@@ -110,19 +111,21 @@ class Columns:
         times = self.c_time[rows]
         return self.c_number[rows], times.view(np.int64), np.isnat(times), self.c_job[rows]
 
-    def _order(self, side: str, fields: tuple[str, ...], keys_of) -> None:
+    def _order(self, side: str, fields: tuple[str, ...], keys_of) -> bool:
         """The side's columns in np.lexsort's order of `keys_of()`, one column copy at a time; none when they are
-        in that order already."""
+        in that order already. Whether it copied them."""
         import numpy as np
 
         if _ordered(keys_of, len(getattr(self, f"{side}_job"))):
-            return
+            return False
         order = np.lexsort(keys_of())
         for name in fields:
             setattr(self, f"{side}_{name}", getattr(self, f"{side}_{name}")[order])
+        return True
 
 
 ORDER_STEP = 1 << 20  # rows compared at a time by _ordered
+GIVEN_BACK = 1 << 16  # rows of a sort whose copies' freed memory is returned (give_back: not per small bundle)
 
 
 def _ordered(keys_of, size: int) -> bool:
