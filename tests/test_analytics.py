@@ -1265,3 +1265,227 @@ def test_a_duration_of_hundreds_of_digits_gives_no_trend_and_no_overflow():
     assert _trend_of(hours, values, None) is None
     values[10] = values[600] = 1000.0
     assert _trend_of(hours, values, None) is not None  # the same run without them has its trend
+
+
+@pytest.mark.unit
+def test_the_measures_files_hold_no_arrow_memory_once_read(tmp_path):
+    """Each scan task writes its own measures' file, and the driver keeps them open after the read (Texts: a shown
+    point's text is read back later). Opened with Parquet's pre-buffer, each file kept its last row group's
+    column chunks for the rest of the run: what the driver held grew with the files, so with the input (5.6 MB a
+    file at production 8 GiB). Read without it: every file's rows, a line read back from the first and the
+    last, and nothing held, with 2 files or 12."""
+    import types
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    manifest = types.SimpleNamespace(
+        sources=[types.SimpleNamespace(id=0, host=None, fixed_line=None, line_map=None, line_offset=0)]
+    )
+    held = {}
+    for files in (2, 12):
+        folder = tmp_path / f"files-{files}"
+        folder.mkdir()
+        written = []
+        for n in range(files):  # (a job of its own in each task's file: no checkpoint read twice)
+            written.append(_job_measures(f"{n:032x}", 0, 2000, datetime(2026, 3, 1) + timedelta(days=n)))
+            pq.write_table(_measures_file(written[-1], number), folder / f"part-{n:05d}.parquet", row_group_size=700)
+        before = pa.total_allocated_bytes()
+        texts = m.Texts(fs.LocalFileSystem(), str(folder))
+        rest, many = m._read_split(texts, known, {}, manifest)
+        del rest
+        held[files] = pa.total_allocated_bytes() - before
+        assert len(many.t_job) == len(many.c_job) == files * 2000 and len(many.jobs) == files
+        last = 4000 * (files - 1) + 3999  # (the last file's last completion)
+        assert texts.read([1, last]) == [written[0][1].text, written[-1][-1].text]
+    assert held[12] <= held[2] + 4096 and held[12] < 64 << 10, held
+
+
+def _sorted_as_before(columns) -> dict:
+    """The columns as Columns.sort ordered them before it skipped the ordered and sorted by views (the
+    reference): the job codes made ranks of the names, then a stable lexsort of each side."""
+    import numpy as np
+
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS
+
+    rank = np.empty(len(columns.jobs), dtype=np.int32)
+    rank[np.argsort(np.array(columns.jobs, dtype=object), kind="stable")] = np.arange(len(columns.jobs))
+    t_job, c_job = rank[columns.t_job], rank[columns.c_job]
+    t_order = np.lexsort((columns.t_time.astype(np.int64), columns.t_number, t_job))
+    c_order = np.lexsort((columns.c_number, columns.c_time.astype(np.int64), np.isnat(columns.c_time), c_job))
+    out = {f"t_{f}": getattr(columns, f"t_{f}")[t_order] for f in TRIGGER_FIELDS}
+    out |= {f"c_{f}": getattr(columns, f"c_{f}")[c_order] for f in COMPLETED_FIELDS}
+    out["t_job"], out["c_job"] = t_job[t_order], c_job[c_order]
+    return out
+
+
+def _hostile_columns(rows: int, seed: int):
+    """Triggers and completions of three jobs (names not in the order read) with what a hostile log gives:
+    checkpoint numbers repeated, skipped, absent (-1) and past 2^53; times equal, absent (NaT) and out of order;
+    durations absent (NaN), negative, infinite and of 309 digits."""
+    import numpy as np
+
+    from flinkdoctor.analytics.columns import Columns
+
+    rng = np.random.default_rng(seed)
+
+    def times():
+        values = (rng.integers(0, rows // 3 + 1, rows) * 1_000_000).astype("datetime64[us]")
+        values[rng.random(rows) < 0.05] = np.datetime64("NaT")
+        return values
+
+    def numbers():
+        values = rng.integers(-1, rows // 2, rows)
+        values[rng.random(rows) < 0.01] = 2**62 + 7
+        return values
+
+    durations = rng.integers(0, 50, rows).astype(np.float64)
+    for value, share in ((np.nan, 0.05), (-5.0, 0.01), (np.inf, 0.01), (1e308, 0.01)):
+        durations[rng.random(rows) < share] = value
+    return Columns(
+        jobs=["e" * 32, "1fdf09bfd9a6f5522794ffa2f96c327e", "9" * 32],
+        hosts=["tm-1"],
+        t_job=rng.integers(0, 3, rows).astype(np.int32),
+        t_number=numbers(),
+        t_time=times(),
+        t_at=times(),
+        t_sid=rng.integers(0, 4, rows).astype(np.int32),
+        c_job=rng.integers(0, 3, rows).astype(np.int32),
+        c_number=numbers(),
+        c_time=times(),
+        c_duration=durations,
+        c_size=rng.integers(-1, 10**9, rows),
+        c_sid=rng.integers(0, 4, rows).astype(np.int32),
+        c_line=np.arange(rows, dtype=np.int64),
+        c_host=rng.integers(-1, 1, rows).astype(np.int32),
+        c_row=np.arange(rows, dtype=np.int64) * 2 + 1,
+    )
+
+
+@pytest.mark.unit
+def test_the_checkpoints_columns_sort_as_before_and_rows_in_order_stay_in_place(monkeypatch):
+    """Columns.sort gives the order it gave (the reference: job ranks, then a stable lexsort of copies of the
+    times), on hostile columns and on two jobs' real lines read interleaved; checked a few rows at a time (a
+    disorder at every place of a slice's edge is found); columns already in that order are the same arrays after,
+    not copies."""
+    import numpy as np
+
+    from flinkdoctor.analytics import columns as co
+
+    monkeypatch.setattr(co, "ORDER_STEP", 7)
+    jobs = ["e" * 32, "1fdf09bfd9a6f5522794ffa2f96c327e"]
+    real = sorted(
+        _job_measures(jobs[0], 0, 40, datetime(2026, 3, 1)) + _job_measures(jobs[1], 1, 30, datetime(2026, 3, 1)),
+        key=lambda x: (x.time, x.sid),
+    )
+    for columns in [_hostile_columns(rows, seed) for rows, seed in ((1, 0), (2, 1), (50, 2), (3001, 3))] + [
+        co.Columns.of_table(_as_columns(real))
+    ]:
+        expected = _sorted_as_before(columns)
+        columns.sort()
+        assert columns.jobs == sorted(columns.jobs)
+        for name, values in expected.items():
+            assert getattr(columns, name).tolist() == values.tolist() or np.array_equal(
+                getattr(columns, name), values, equal_nan=True
+            ), name
+        kept = {name: getattr(columns, name) for name in expected}
+        columns.sorted = False
+        columns.sort()  # (in order now: nothing moved, nothing copied)
+        assert all(getattr(columns, name) is array for name, array in kept.items())
+    for at in range(1, 30):  # one pair out of order anywhere, slices of 7 rows
+        ordered = np.arange(30, dtype=np.int64)
+        ordered[at - 1], ordered[at] = ordered[at], ordered[at - 1]
+        assert not co._ordered(lambda rows, keys=ordered: (keys[rows],), 30), at
+        assert co._ordered(lambda rows: (np.arange(30)[rows],), 30)
+        assert not co._ordered(lambda rows, keys=ordered: (keys[rows], np.zeros(30, np.int32)[rows]), 30)
+        assert co._ordered(lambda rows, keys=ordered: (keys[rows], np.arange(30)[rows]), 30)  # (the last decides)
+
+
+@pytest.mark.unit
+def test_sorting_ordered_checkpoints_allocates_nothing_that_grows_with_them(monkeypatch):
+    """One job's log read in time order (a long run: the checkpoints axis) is in the analysis' order already:
+    its sort allocates only the slices it compares (tracemalloc sees numpy's allocations), the same at 100,000
+    checkpoints and at 400,000, where the lexsort's index and its column copies took 16 bytes a row and more."""
+    import tracemalloc
+
+    import numpy as np
+
+    from flinkdoctor.analytics import columns as co
+
+    monkeypatch.setattr(co, "ORDER_STEP", 1 << 14)
+
+    def peak(rows: int) -> int:
+        at = (np.arange(rows, dtype=np.int64) * 2_000_000).astype("datetime64[us]")
+        columns = co.Columns(
+            jobs=["e" * 32],
+            t_job=np.zeros(rows, np.int32),
+            t_number=np.arange(1, rows + 1, dtype=np.int64),
+            t_time=at,
+            t_at=at.copy(),
+            t_sid=np.zeros(rows, np.int32),
+            c_job=np.zeros(rows, np.int32),
+            c_number=np.arange(1, rows + 1, dtype=np.int64),
+            c_time=at + np.timedelta64(300, "ms"),
+            c_duration=np.full(rows, 300.0),
+            c_size=np.full(rows, 7387, np.int64),
+            c_sid=np.zeros(rows, np.int32),
+            c_line=np.arange(rows, dtype=np.int64) * 2 + 1,
+            c_host=np.full(rows, -1, np.int32),
+            c_row=np.arange(rows, dtype=np.int64) * 2 + 1,
+        )
+        tracemalloc.start()
+        try:
+            columns.sort()
+            _, most = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert columns.c_number[0] == 1 and columns.c_number[-1] == rows
+        return most
+
+    few, many = peak(100_000), peak(400_000)
+    assert many < 1 << 20 and many - few < 64 << 10, (few, many)
+
+
+@pytest.mark.unit
+def test_the_rows_that_may_share_a_checkpoint_are_found_a_slice_at_a_time(monkeypatch):
+    """Builder.shared compares each row with its neighbour in (job, number) order a few rows at a time: the rows
+    it names are those the whole comparison named (the reference), with repeats across every slice's edge,
+    numbers absent, non-consecutive and past 2^62, and none when each checkpoint is read once."""
+    import numpy as np
+
+    from flinkdoctor.analytics import columns as co
+
+    def reference(job, number):
+        order = np.lexsort((number, job))
+        same = (np.diff(job[order]) == 0) & (np.diff(number[order]) == 0)
+        twice = np.zeros(len(job), dtype=np.bool_)
+        twice[1:] = same
+        twice[:-1] |= same
+        return np.sort(order[twice])
+
+    monkeypatch.setattr(co, "ORDER_STEP", 7)
+    rng = np.random.default_rng(5)
+    for rows in (0, 1, 2, 7, 8, 15, 400):
+        builder = co.Builder(rows, rows)
+        for side in ("t", "c"):
+            job = rng.integers(0, 3, rows).astype(np.int32)
+            number = rng.choice(np.array([-1, 1, 2, 5, 9, 2**62 + 3, *range(100, 100 + rows)]), rows)
+            getattr(builder._made, f"{side}_job")[:] = job
+            getattr(builder._made, f"{side}_number")[:] = number
+        builder._filled = [rows, rows]
+        found = builder.shared()
+        for side in ("t", "c"):
+            job, number = getattr(builder._made, f"{side}_job"), getattr(builder._made, f"{side}_number")
+            expected = reference(job, number)
+            assert found.get(side, np.zeros(0, np.int64)).tolist() == expected.tolist(), (rows, side)
+    once = co.Builder(50, 50)
+    for side in ("t", "c"):
+        getattr(once._made, f"{side}_job")[:] = np.repeat(np.arange(5, dtype=np.int32), 10)
+        getattr(once._made, f"{side}_number")[:] = np.tile(np.arange(1, 20, 2), 5)
+    once._filled = [50, 50]
+    assert once.shared() == {}

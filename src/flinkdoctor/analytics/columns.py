@@ -79,7 +79,10 @@ class Columns:
 
     def sort(self) -> None:
         """In the analysis' order, in place: triggers by job name, then checkpoint, then time; completions by job
-        name, untimed last, then time, then checkpoint (numpy's lexsort is stable: then the order read)."""
+        name, untimed last, then time, then checkpoint (numpy's lexsort is stable: then the order read). A side
+        already in that order (one job's log, read in time order) is left as it is: its sort index and column
+        copies would cost 16 bytes a row and more. What a long run's copies freed is given back (give_back): its
+        columns are past glibc's mmap threshold once it has risen, and would stay in its heap."""
         import numpy as np
 
         if self.sorted:
@@ -87,16 +90,61 @@ class Columns:
         rank = np.empty(len(self.jobs), dtype=np.int32)
         rank[np.argsort(np.array(self.jobs, dtype=object), kind="stable")] = np.arange(len(self.jobs), dtype=np.int32)
         self.jobs = sorted(self.jobs)
-        self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
-        order = np.lexsort((self.t_time.astype(np.int64), self.t_number, self.t_job))
-        for name in TRIGGER_FIELDS:
-            setattr(self, f"t_{name}", getattr(self, f"t_{name}")[order])
-        times = self.c_time.astype(np.int64)
-        order = np.lexsort((self.c_number, times, np.isnat(self.c_time), self.c_job))
-        del times
-        for name in COMPLETED_FIELDS:
-            setattr(self, f"c_{name}", getattr(self, f"c_{name}")[order])
+        if (rank != np.arange(len(rank))).any():  # (the names read in their sorted order: the codes are the ranks)
+            self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
+        moved = self._order("t", TRIGGER_FIELDS, self._trigger_keys)
+        moved |= self._order("c", COMPLETED_FIELDS, self._completion_keys)
         self.sorted = True
+        if moved and len(self) >= GIVEN_BACK:
+            give_back()
+
+    def _trigger_keys(self, rows: slice = slice(None)) -> tuple:
+        """The triggers' sort keys (of `rows`), least significant first, as np.lexsort takes them: views, no copy."""
+        import numpy as np
+
+        return self.t_time[rows].view(np.int64), self.t_number[rows], self.t_job[rows]
+
+    def _completion_keys(self, rows: slice = slice(None)) -> tuple:
+        """The completions' sort keys (of `rows`): views, and one flag a row (untimed)."""
+        import numpy as np
+
+        times = self.c_time[rows]
+        return self.c_number[rows], times.view(np.int64), np.isnat(times), self.c_job[rows]
+
+    def _order(self, side: str, fields: tuple[str, ...], keys_of) -> bool:
+        """The side's columns in np.lexsort's order of `keys_of()`, one column copy at a time; none when they are
+        in that order already. Whether it copied them."""
+        import numpy as np
+
+        if _ordered(keys_of, len(getattr(self, f"{side}_job"))):
+            return False
+        order = np.lexsort(keys_of())
+        for name in fields:
+            setattr(self, f"{side}_{name}", getattr(self, f"{side}_{name}")[order])
+        return True
+
+
+ORDER_STEP = 1 << 20  # rows compared at a time by _ordered
+GIVEN_BACK = 1 << 16  # rows of a sort whose copies' freed memory is returned (give_back: not per small bundle)
+
+
+def _ordered(keys_of, size: int) -> bool:
+    """Whether `size` rows are in np.lexsort's order of their keys already (`keys_of(rows)`: the keys of a slice
+    of them, the most significant last; equal rows in any order, as a stable sort leaves them), checked a slice
+    at a time: nothing of the rows' size is made."""
+    import numpy as np
+
+    for start in range(0, max(size - 1, 0), ORDER_STEP):
+        keys = keys_of(slice(start, min(start + ORDER_STEP, size - 1) + 1))  # (each row and the next)
+        equal = np.ones(len(keys[0]) - 1, dtype=np.bool_)  # (row k and row k + 1 equal in the keys compared so far)
+        later = np.zeros(len(keys[0]) - 1, dtype=np.bool_)  # (row k + 1 after row k by the keys compared so far)
+        for key in reversed(keys):
+            here, after = key[:-1], key[1:]
+            later |= equal & (after > here)
+            equal &= after == here
+        if not (later | equal).all():
+            return False
+    return True
 
 
 def give_back() -> None:
@@ -313,21 +361,24 @@ class Builder:
         """Per side ("t", "c"), the rows added (positions, ascending) whose job and checkpoint number another
         row of the side has too (or, without a number, whose job another numberless row has): only these can
         share a group of `_reduced` (a group's rows have one job and one number; a bundle or a number written
-        otherwise, "007", only splits them further). A log read twice, a job's numbers counted again."""
+        otherwise, "007", only splits them further). A log read twice, a job's numbers counted again. Beside the
+        sort's index, a flag a row: neighbours in that order are compared a slice at a time."""
         import numpy as np
 
         made, shared = self._made, {}
         for side, size in (("t", self._filled[0]), ("c", self._filled[1])):
             job, number = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_number")[:size]
             order = np.lexsort((number, job))
-            same = np.diff(job[order]) == 0
-            same &= np.diff(number[order]) == 0
-            if not same.any():
-                continue
             twice = np.zeros(size, dtype=np.bool_)
-            twice[1:] = same
-            twice[:-1] |= same
-            shared[side] = np.sort(order[twice])
+            for start in range(0, max(size - 1, 0), ORDER_STEP):  # (neighbours in that order, a slice at a time)
+                at = order[start : min(start + ORDER_STEP, size - 1) + 1]
+                same = np.diff(job[at]) == 0
+                same &= np.diff(number[at]) == 0
+                twice[at[1:][same]] = True
+                twice[at[:-1][same]] = True
+            del order
+            if twice.any():
+                shared[side] = np.flatnonzero(twice)
         return shared
 
     def reduce_shared(self, shared: dict, tables: dict) -> None:

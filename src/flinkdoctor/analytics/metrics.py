@@ -501,7 +501,8 @@ class Texts:
 
         found = filesystem.get_file_info(fs.FileSelector(path, recursive=False))
         names = sorted(f.path for f in found if f.is_file and f.path.endswith(".parquet"))
-        self.files = [pq.ParquetFile(name, filesystem=filesystem) for name in names]
+        # (pre_buffer: each file would keep its last row group's column chunks, held for the run: a task's MBs)
+        self.files = [pq.ParquetFile(name, filesystem=filesystem, pre_buffer=False) for name in names]
         groups = [(file, g) for file in self.files for g in range(file.num_row_groups)]
         self._groups = groups
         sizes = [file.metadata.row_group(g).num_rows for file, g in groups]
