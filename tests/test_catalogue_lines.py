@@ -178,6 +178,33 @@ def test_the_pass_finds_per_distinct_line_what_one_pass_over_the_lines_finds(tmp
     assert len({data[a:b].tobytes() for a, b in zip(begin, end, strict=True)}) < len(begin) * 0.8  # lines repeat
 
 
+def test_a_files_last_line_without_a_newline_runs_into_nothing(tmp_path):
+    """A file's last line without a newline (a joined small file's) ends a piece of the per-distinct-line pass: a
+    pattern within a line does not match from its end into the next distinct line, the next file's first."""
+    import re
+    from types import SimpleNamespace
+
+    from flinkdoctor.scan.catalogue import candidates, catalogue_index
+
+    lines = _log(tmp_path).split(b"\n")[:20]
+    first, second = b"\n".join(lines[:10]), b"\n".join(lines[10:]) + b"\n"  # the first without its last newline
+    across = re.escape(lines[9][-8:].decode()) + re.escape(lines[10][:8].decode())
+    within = re.escape(lines[10].decode())  # the whole line
+    index = catalogue_index(
+        SimpleNamespace(
+            entries=[SimpleNamespace(id="across", regex=across), SimpleNamespace(id="within", regex=within)]
+        )
+    )
+    assert index is not None and not index.spanning
+    data = np.frombuffer(first + second, dtype=np.uint8)
+    begin = np.array([0, *(np.flatnonzero(data[:-1] == 10) + 1), len(first)])
+    begin = np.unique(begin)
+    end = np.append(begin[1:], len(data))
+    spans, numbers = candidates(index, data, begin, end, np.array([10]))
+    assert [(int(s), index.ids[e]) for s, e in zip(spans, numbers, strict=True)] == [(10, "within")]
+    assert [found.tolist() for found in candidates(index, data, begin[:2], begin[:2])] == [[], []]  # empty spans
+
+
 def test_rows_without_matches_are_built_from_offsets_as_python_lists_would_be():
     """The matches', entries' and repeats' columns of a part where most rows hold none (a production part's
     checkpoint lines): the same arrays as Arrow builds from one Python list per row."""

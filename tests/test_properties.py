@@ -7,6 +7,7 @@ import re
 import string
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -204,16 +205,54 @@ def test_masking_stays_linear_on_a_long_hostile_line():
         assert time.perf_counter() - started < 3, line[:10]
 
 
-URL_PIECE = st.sampled_from(
-    ["://", ":", "@", "/", " ", "\n", "\u2003", '"', "'", "user", "pw", "host", "jdbc:x", "%40"]
-)
+# the URL mask's user and password, drawn from what its classes stop at (`:` in the user, blanks, quotes, `/`, `@`)
+# and from what they take (multi-byte characters, `%`), at lengths about its bound of 256
+URL_PART = st.text(alphabet="ab%:/@ \r\n\x0b\x85\u2028\u00a0\"'\u00e9\U0001f600", max_size=258)
+URL_TAKES = re.compile("[^/\\s:@\"']*")  # what the mask's user part takes (its password part takes `:` too)
 
 
 @FAST
-@given(st.lists(st.one_of(URL_PIECE, st.text(max_size=8)), max_size=14).map("".join))
-def test_a_url_the_masks_change_is_triggered(text):
-    """The trigger's URL part (`://`, then up to an `@` with a `:` between) holds wherever the URL mask matches."""
-    assert mask(text) == text or _triggered(text)
+@given(
+    st.sampled_from(["jdbc:postgresql", "https", "s3a"]),
+    URL_PART,
+    URL_PART.filter(len),
+    st.text(max_size=20),
+    st.text(max_size=20),
+)
+def test_a_url_the_masks_change_is_triggered(scheme, user, password, before, after):
+    """The trigger's URL part (`://`, then up to an `@` with a `:` between) holds wherever the URL mask changes a
+    URL's user info; a user info within the mask's classes and bound is masked (so the first assertion is reached)."""
+    text = f"{before} {scheme}://{user}:{password}@{after}"
+    masked = mask(text)
+    assert masked == text or _triggered(text)
+    if URL_TAKES.fullmatch(user + password.replace(":", "")) and len(user) <= 256 and len(password) <= 256:
+        assert masked != text
+
+
+@pytest.mark.parametrize("size", [1, 255, 256])
+@pytest.mark.parametrize("char", ["a", "\u00e9", "\U0001f600"])  # 1, 2 and 4 bytes of UTF-8: RE2 counts characters
+def test_a_url_at_the_masks_bound_is_triggered(size, char):
+    line = f"jdbc:mysql://{char * size}:{char * size}@db/x"
+    assert mask(line) != line and _triggered(line)
+
+
+def test_the_triggers_blank_is_pythons():
+    """The trigger's blank class (RE2, in the scan) is Python's `\\s` (the masks), on every character."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.safety.masking import _SPACE
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    in_re2 = pc.match_substring_regex(pa.array(chars), f"^{_SPACE}$").to_pylist()
+    assert [c for c, hit in zip(chars, in_re2, strict=True) if hit] == [c for c in chars if re.fullmatch(r"\s", c)]
+
+
+@FAST
+@given(KEY, st.text(alphabet=" \t\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2007\u2028\u2029\u202f\u3000", max_size=3), SECRET)
+def test_a_key_a_python_blank_and_a_value_are_triggered(key, blank, secret):
+    line = f"{key}{blank}= {secret}"
+    assert secret not in mask(line) and _triggered(line)
 
 
 def test_the_trigger_holds_on_every_real_and_hostile_text_masking_changes(tmp_path):

@@ -277,6 +277,8 @@ def candidates(
     sizes = (end - begin).astype(np.int64)
     starts = np.cumsum(sizes) - sizes  # where each span starts in the joined bytes
     joined = _joined(data, begin, end)
+    if not joined:  # empty spans hold no match
+        return none, none
     databases = _databases(index)
     if databases is None:
         return _candidates_re2(index, joined, starts)
