@@ -9,9 +9,10 @@ numbers (events.file_line).
 
 No Python runs per line: numpy finds the line starts, the layout's header regex runs over Arrow arrays of
 lines (headers.py), one Hyperscan pass over the raw bytes finds the events each signature's whole regexes can
-match (prefilter.py) and the headers' level words, and only those events, plus the events at WARN level or
-above, get their text cut out; secrets in it are masked (masking.py), their header fields are taken by RE2 over
-all of them at once (re2.py), the rules are matched on them (matcher.py) and the metrics measured (measure.py).
+match (prefilter.py), the headers' level words and the events the masks' trigger can match, and only those events,
+plus the events at WARN level or above, get their text cut out; secrets in it are masked (masking.py, on the events
+the pass found the trigger in), their header fields are taken by RE2 over all of them at once (re2.py), the rules
+are matched on them (matcher.py) and the metrics measured (measure.py).
 Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
