@@ -276,10 +276,10 @@ def test_the_pass_names_every_event_whose_text_the_masks_trigger_matches():
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
-    from hostile_input import CONFIG_LINE, HEADER_SECRET, PRIVATE_KEY, SECRETS, URL_SECRETS
 
     from flinkdoctor.safety.masking import TRIGGER_RE2
     from flinkdoctor.scan.prefilter import scan
+    from hostile_input import CONFIG_LINE, HEADER_SECRET, PRIVATE_KEY, SECRETS, URL_SECRETS
 
     head = EXPIRED.decode().split(" - ")[0] + " - "
     secrets = [CONFIG_LINE.format(key=k, value=v) for k, v in SECRETS.values()]
@@ -298,7 +298,7 @@ def test_the_pass_names_every_event_whose_text_the_masks_trigger_matches():
     for line_end in ("\n", "\r\n"):
         events = [(text + "\n").replace("\n", line_end).encode() for text in texts]
         begin = np.cumsum([0] + [len(e) for e in events[:-1]]).astype(np.int64)
-        first_line_end = np.array([b + e.index(b"\n") + 1 for b, e in zip(begin, events)], dtype=np.int64)
+        first_line_end = np.array([b + e.index(b"\n") + 1 for b, e in zip(begin, events, strict=True)], dtype=np.int64)
         prefilter = build_prefilter(load_rules())
         hits = scan(prefilter, np.frombuffer(b"".join(events), dtype=np.uint8), begin, first_line_end)
         assert prefilter.trigger is not None
