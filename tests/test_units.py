@@ -269,6 +269,45 @@ def test_the_scan_masks_the_texts_that_need_it_each_in_its_own_row():
     assert changed.tolist() == [a != b for a, b in zip(texts[1:], expected[1:], strict=True)]
 
 
+def test_the_pass_names_every_event_whose_text_the_masks_trigger_matches():
+    """The scan runs the masks' trigger (RE2) only on the events the pass names for it: every event whose text
+    (CRLF read as LF) it matches must be named, whatever the case folding, blanks or line ends; an event without a
+    secret's word is not. Real 1.20.3 lines and the hostile corpus's planted secrets."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.safety.masking import TRIGGER_RE2
+    from flinkdoctor.scan.prefilter import scan
+    from hostile_input import CONFIG_LINE, HEADER_SECRET, PRIVATE_KEY, SECRETS, URL_SECRETS
+
+    head = EXPIRED.decode().split(" - ")[0] + " - "
+    secrets = [CONFIG_LINE.format(key=k, value=v) for k, v in SECRETS.values()]
+    secrets += [head + url for url in URL_SECRETS] + [head + "request header " + HEADER_SECRET]
+    secrets += [head + "key material\n-----BEGIN PRIVATE KEY-----\n" + PRIVATE_KEY + "\n-----END PRIVATE KEY-----"]
+    secrets += [  # folds RE2 makes (Kelvin sign, long s), Python's blanks, a key and its = on two lines
+        head + "to\u212aen=abc",
+        head + "pa\u017f\u017fword: x",
+        head + "SECRET\u00a0= x",
+        head + "connector password\n  = hunter2",
+        head + "ASIA" + "Y" * 16,
+    ]
+    plain = [EXPIRED.decode().rstrip("\n"), TRIGGERING.decode().rstrip("\n"), CAUSED_BY.decode().rstrip("\n")]
+    plain += [head + "restoring from hdfs://namenode:8020/flink/checkpoints/chk-12"]
+    texts = secrets + plain
+    for line_end in ("\n", "\r\n"):
+        events = [(text + "\n").replace("\n", line_end).encode() for text in texts]
+        begin = np.cumsum([0] + [len(e) for e in events[:-1]]).astype(np.int64)
+        first_line_end = np.array([b + e.index(b"\n") + 1 for b, e in zip(begin, events, strict=True)], dtype=np.int64)
+        prefilter = build_prefilter(load_rules())
+        hits = scan(prefilter, np.frombuffer(b"".join(events), dtype=np.uint8), begin, first_line_end)
+        assert prefilter.trigger is not None
+        named = set(hits.by_pattern.get(prefilter.trigger, np.zeros(0)).tolist())
+        matched = pc.match_substring_regex(pa.array(texts), TRIGGER_RE2).to_numpy(zero_copy_only=False)
+        assert matched[: len(secrets)].all() and not matched[len(secrets) :].any()
+        assert named == set(range(len(secrets)))
+
+
 @pytest.mark.parametrize(
     "regex, compiles, problem",
     [

@@ -4,7 +4,8 @@ Hyperscan compiles the regexes themselves (patterns.py rewrites each into a patt
 regex's on any text; Hyperscan's prefilter mode takes a construct it cannot run exactly), so an event is a
 candidate of a signature only when each of the signature's regexes can match in it, not because it holds a
 common word such as `Exception`. The same pass finds the level words of the headers (the WARN+ test) and the
-catalogue's entries. Python's `re` (matcher.py) then decides on the candidates only.
+catalogue's entries, and the events whose text the masks' trigger can match (masking.TRIGGER_RE2: RE2 then
+decides on those only, not on every kept text). Python's `re` (matcher.py) then decides on the candidates only.
 
 Per match Hyperscan reports its end offset; the event is the one that offset falls in. A match that starts in
 one event and ends in the next makes the next a candidate it may not be: the matcher sorts that out. No match
@@ -22,7 +23,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..knowledge.rulebook import Rule, Signature
 from ..runtime.userstate import cached, store
-from .patterns import hyperscan_pattern
+from ..safety.masking import TRIGGER_RE2
+from .patterns import Unsupported, hyperscan_pattern
 
 if TYPE_CHECKING:
     import hyperscan
@@ -46,13 +48,14 @@ class Prefilter:
     compiled: bytes | None = field(default=None, repr=False, compare=False)  # the database, serialized
     # per signature, the patterns of its `message` regexes: the matcher tries such a regex on single lines only
     messages: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
+    trigger: int | None = field(default=None, compare=False)  # the masks' trigger's pattern (None: not in the pass)
 
 
 def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefilter:
     """Number the patterns: the level words, then each regex of the signatures (the `extra` ones, the metrics'
     lines, after every rule's, so the rules' numbers do not depend on them). A signature's `literal` is a pattern
     too. The same regex is one pattern, however many use it. The database is compiled here, on the driver, and
-    its bytes go to the tasks."""
+    its bytes go to the tasks. The masks' trigger is a pattern too, after the signatures'."""
     words = tuple(word for upper in LEVEL_WORDS for word in (upper, upper.lower()))
     # the signatures' patterns are numbered after the level words and never share a word's number, even when one
     # is the same text (`\bERROR\b`): a word's hits count only on an event's first line, a signature's anywhere
@@ -67,8 +70,23 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
         signatures.append(tuple(sorted(ids.setdefault(p, len(words) + len(ids)) for p in found)))
         message = {hyperscan_pattern(regex) for key, regex in sig.regexes() if key == "message"}
         messages.append(tuple(sorted(ids[p] for p in message if p is not None)))
+    trigger_pattern = _trigger_pattern()
+    trigger = None if trigger_pattern is None else ids.setdefault(trigger_pattern, len(words) + len(ids))
     patterns = tuple(re.escape(word) for word in words) + tuple(sorted(ids, key=ids.__getitem__))
-    return Prefilter(patterns, tuple(signatures), words, serialized(patterns), messages=tuple(messages))
+    return Prefilter(
+        patterns, tuple(signatures), words, serialized(patterns), messages=tuple(messages), trigger=trigger
+    )
+
+
+def _trigger_pattern() -> str | None:
+    """The masks' trigger as a pattern of the pass: its matches cover RE2's on an event's whole text (hyperscan_pattern
+    covers Python's `re`, whose case folding and classes hold RE2's here: the same explicit classes, and folds of
+    ASCII letters that include RE2's K and long s), so an event the pass does not name has no text to mask. None:
+    the trigger can match an empty text, or holds a construct the rewrite does not know (every text is tested)."""
+    try:
+        return hyperscan_pattern(TRIGGER_RE2, whole_text=True)
+    except Unsupported:
+        return None
 
 
 def signature_numbers(rules: list[Rule]) -> list[list[int]]:

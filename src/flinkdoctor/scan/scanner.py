@@ -9,9 +9,10 @@ numbers (events.file_line).
 
 No Python runs per line: numpy finds the line starts, the layout's header regex runs over Arrow arrays of
 lines (headers.py), one Hyperscan pass over the raw bytes finds the events each signature's whole regexes can
-match (prefilter.py) and the headers' level words, and only those events, plus the events at WARN level or
-above, get their text cut out; secrets in it are masked (masking.py), their header fields are taken by RE2 over
-all of them at once (re2.py), the rules are matched on them (matcher.py) and the metrics measured (measure.py).
+match (prefilter.py), the headers' level words and the events the masks' trigger can match, and only those events,
+plus the events at WARN level or above, get their text cut out; secrets in it are masked (masking.py, on the events
+the pass found the trigger in), their header fields are taken by RE2 over all of them at once (re2.py), the rules
+are matched on them (matcher.py) and the metrics measured (measure.py).
 Every other event is only counted.
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
@@ -435,12 +436,13 @@ class _Events:
         repeats = self._warned_groups(np.flatnonzero(warn & ~keep))
         keep[list(repeats)] = True
         keep = np.flatnonzero(keep)
+        maskable = _maskable(prefilter, hits)
         rows = np.full(len(self.first), -1, dtype=np.int64)
         for chunk in range(0, len(keep), OUT_EVENTS):
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, tried, rows, matcher, entries, repeats)
+            yield self._batch(part, begin, end, found, tried, rows, matcher, entries, repeats, maskable)
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -564,6 +566,7 @@ class _Events:
         matcher: Matcher | None,
         entries: Candidates,
         repeats: dict[int, int],
+        maskable: Flags | None,
     ) -> pa.RecordBatch:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -571,7 +574,7 @@ class _Events:
         text = spans(self.data, begin[keep], end[keep])
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
-        text, masked = _masked(text)
+        text, masked = _masked(text, None if maskable is None else maskable[keep])
         sigs = _signature_lists(found, rows, len(keep))
         tries = sigs if tried is found else _signature_lists(tried, rows, len(keep))
         first, part = self.first[keep], self.part
@@ -875,22 +878,39 @@ def _heads(text: pa.Array, level: pa.Array) -> pa.Array:
     return first.take(pa.array(at, mask=at < 0))
 
 
-def _masked(text: pa.Array) -> tuple[pa.Array, Flags]:
-    """The texts with their secrets masked (the masks run only where RE2 finds a word one of them needs), and
-    which of them masking changed."""
+def _maskable(prefilter: Prefilter, hits: Hits) -> Flags | None:
+    """Per event, whether the masks' trigger can match its text: the events the pass found its pattern in (None:
+    the pass did not look for it, every text is tested)."""
+    import numpy as np
+
+    if prefilter.trigger is None:
+        return None
+    maskable = np.zeros(hits.events, dtype=bool)
+    maskable[hits.by_pattern.get(prefilter.trigger, np.zeros(0, dtype=np.int64))] = True
+    return maskable
+
+
+def _masked(text: pa.Array, maskable: Flags | None = None) -> tuple[pa.Array, Flags]:
+    """The texts with their secrets masked (the masks run only where RE2 finds a word one of them needs, RE2 only
+    on the `maskable` rows: the others cannot hold one), and which of them masking changed."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     changed = np.zeros(len(text), dtype=bool)
-    hit = pc.match_substring_regex(text, TRIGGER_RE2)
-    at = np.flatnonzero(hit.to_numpy(zero_copy_only=False))
+    tried = np.arange(len(text)) if maskable is None else np.flatnonzero(maskable)
+    if not len(tried):
+        return text, changed
+    subset = text if len(tried) == len(text) else text.take(pa.array(tried))
+    at = tried[pc.match_substring_regex(subset, TRIGGER_RE2).to_numpy(zero_copy_only=False)]
     if not len(at):
         return text, changed
     values = text.take(pa.array(at)).to_pylist()
     masked = [mask(value) for value in values]
     changed[at] = [after != before for before, after in zip(values, masked, strict=True)]
-    return pc.replace_with_mask(text, hit, pa.array(masked, type=text.type)), changed
+    hit = np.zeros(len(text), dtype=bool)
+    hit[at] = True
+    return pc.replace_with_mask(text, pa.array(hit), pa.array(masked, type=text.type)), changed
 
 
 # the header's fields as the events table keeps them (`ts` raw: Spark parses it when the table is read)
