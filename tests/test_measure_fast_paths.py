@@ -72,7 +72,7 @@ def test_a_metrics_groups_taken_from_its_literal_are_pythons():
 
     from flinkdoctor.analytics.metrics import load_metrics
     from flinkdoctor.knowledge.regexes import python_regex
-    from flinkdoctor.scan.measure import _captured, _from_literal
+    from flinkdoctor.scan.measure import _captured, _from_literal, _Lines
 
     lines = [line for text in events() for line in text.split("\n")]
     # the metrics' regexes, and one with a group that may take no part: the checkpoint type, which Flink 1.20
@@ -92,7 +92,10 @@ def test_a_metrics_groups_taken_from_its_literal_are_pythons():
         variants += [line + " \u5b57" for line in holding]
         texts = lines + variants
         want = [pattern.search(text) for text in texts]
-        hit, values = _captured(pa.array(texts), pattern, names, *anchored)
+        held = _Lines.of(pa.array(texts))  # (as the texts' lines are read: where they are, with what follows)
+        begin, end = held.offsets[:-1], held.offsets[1:]
+        plain = held.plain(np.arange(len(texts)), np.arange(len(texts)), begin, end)
+        hit, values = _captured(held, begin, end, plain, pattern, names, *anchored)
         assert hit.tolist() == [i for i, m in enumerate(want) if m is not None], regex
         for name, got in zip(names, values, strict=True):
             assert got.to_pylist() == [m[name] for m in want if m is not None], (regex, name)
