@@ -1,7 +1,8 @@
 """The metrics' measures of the kept events, taken over Arrow arrays: no Python per event, only per match.
 
 A metric's line regex (knowledge/metrics.yaml) is tried on every line of the events the pass found it can match
-in (prefilter.py): the events are split into lines. A regex that starts with a literal (every checkpoint line's
+in (prefilter.py): the events' lines are found by their newlines in the texts' bytes, where they are (_Lines),
+and only the measures' lines are copied, once, in the order the list gives them. A regex that starts with a literal (every checkpoint line's
 does) is run by RE2 (re2.py: the regex as RE2 finds exactly what Python's `re` finds) anchored at the literal's
 first place in each line, which decides the match and takes its groups in one pass (_captured; RE2's unanchored
 extraction is slower than Python's search for these regexes, the anchored one faster). Otherwise RE2 says which
