@@ -2,14 +2,15 @@
 
 A metric's line regex (knowledge/metrics.yaml) is tried on every line of the events the pass found it can match
 in (prefilter.py): the events' lines are found by their newlines in the texts' bytes, where they are (_Lines),
-and only the measures' lines are copied, once, in the order the list gives them. A regex that starts with a literal (every checkpoint line's
-does) is run by RE2 (re2.py: the regex as RE2 finds exactly what Python's `re` finds) anchored at the literal's
-first place in each line, which decides the match and takes its groups in one pass (_captured; RE2's unanchored
-extraction is slower than Python's search for these regexes, the anchored one faster). Otherwise RE2 says which
-lines match, all at once, and Python's `re` takes the groups of the matching lines only; a regex RE2 cannot read
-exactly is run by Python's `re` on every candidate line. Each matching line is a measure: the metric's position,
-the line's index in its event, the line (without trailing blanks), the groups that took part, and a job id found
-elsewhere in the event (read off the bytes after `job ` where they decide it, else by the regex).
+and only the measures' lines are copied, once, in the order the list gives them. A regex that starts with a
+literal (every checkpoint line's does) is run by RE2 (re2.py: the regex as RE2 finds exactly what Python's `re`
+finds) anchored at the literal's first place in each line, which decides the match and takes its groups in one
+pass (_captured; RE2's unanchored extraction is slower than Python's search for these regexes, the anchored one
+faster). Otherwise RE2 says which lines match, all at once, and Python's `re` takes the groups of the matching
+lines only; a regex RE2 cannot read exactly is run by Python's `re` on every candidate line. Each matching line is
+a measure: the metric's position, the line's index in its event, the line (without trailing blanks), the groups
+that took part, and a job id found elsewhere in the event (read off the bytes after `job ` where they decide it,
+else by the regex).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ MOSTLY_MATCHING = 2  # at most this many lines per candidate event: most of them
 FEW_LINES = 128  # below this many candidate lines Python's `re` decides: cheaper than compiling the RE2 kernel
 SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())  # what str.rstrip() removes
 TRIMMED_HERE = 4  # trailing ASCII blanks cut by their bytes, at most (more: Arrow's trim)
+SPANNED = 4  # texts (lines) read where they are when the bytes they span are at most this many times theirs
 
 
 def measures(
@@ -48,16 +50,23 @@ def measures(
     import numpy as np
     import pyarrow as pa
 
-    lines = _Lines.of(text)
-    pieces = []
+    candidates = {}
     for number, (position, regex, _) in metrics.items():
         events = found.get(number)
-        if events is None or not len(events):
-            continue
-        cand = rows[events]
-        cand = distinct(cand[cand >= 0])
+        if events is not None and len(events):
+            cand = rows[events]
+            candidates[position, regex] = distinct(cand[cand >= 0])
+    # the texts read where they are, or a copy of the candidates' when theirs are not most of the bytes (a lab
+    # part keeps stack traces no metric reads)
+    wanted = distinct(np.concatenate([np.zeros(0, dtype=np.int64), *candidates.values()]))
+    lines = _Lines.of(text)
+    every = SPANNED * int(np.sum(lines.offsets[wanted + 1] - lines.offsets[wanted])) >= lines.size
+    if not every:
+        lines = _Lines.of(text.take(pa.array(wanted)))
+    pieces = []
+    for (position, regex), cand in candidates.items():
         if len(cand):
-            pieces.append(_measured(position, regex, lines, cand))
+            pieces.append(_measured(position, regex, lines, cand if every else np.searchsorted(wanted, cand)))
     pieces = [p for p in pieces if len(p.rows)]
     if not pieces:
         empty = pa.array(np.zeros(len(text) + 1, dtype=np.int32))  # offsets: no row holds a measure
@@ -66,17 +75,19 @@ def measures(
     idx = np.concatenate([p.idx for p in pieces])
     metric = np.concatenate([np.full(len(p.rows), p.position, dtype=np.int32) for p in pieces])
     order = np.lexsort((metric, idx, row))  # by event, then line, then metric: the order Python's loop gave
-    row = row[order]
+    row = row[order]  # (of the texts read)
     begin = np.concatenate([p.begin for p in pieces])[order]
     end = np.concatenate([p.end for p in pieces])[order]
-    jobs = _jobs(lines.large, distinct(row))
+    jobs = _jobs(lines.large, distinct(row)).take(pa.array(row))
+    if not every:
+        row = wanted[row]
     struct = pa.StructArray.from_arrays(
         [
             pa.array(metric[order], pa.int32()),
             pa.array(idx[order], pa.int32()),
             spans(lines.data, begin, end),
             _in_order(pieces, order),
-            jobs.take(pa.array(row)),
+            jobs,
         ],
         fields=list(measures_type().value_type),
     )
@@ -88,12 +99,11 @@ def measures(
 @dataclass(frozen=True)
 class _Lines:
     """The kept events' texts as one buffer of bytes: each text's offsets in `data`, the newlines in it, and which
-    texts are ASCII (one pass each for every metric's candidates)."""
+    texts are ASCII (one pass each, for every metric's candidates)."""
 
     large: pa.LargeStringArray  # the texts (their offsets are into `data`)
     offsets: Positions
     data: Bytes
-    newlines: Positions
 
     @classmethod
     def of(cls, text: pa.Array) -> _Lines:
@@ -103,9 +113,21 @@ class _Lines:
         large = text.cast(pa.large_string())  # (the same bytes: only the offsets are widened)
         offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + len(large) + 1]
         data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-        lo, hi = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)
-        newlines = np.flatnonzero(data[lo:hi] == 10) + lo
-        return cls(large, offsets, data, newlines)
+        return cls(large, offsets, data)
+
+    @property
+    def size(self) -> int:
+        """The texts' bytes."""
+        return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
+
+    @cached_property
+    def newlines(self) -> Positions:
+        """Where the texts' newlines are in `data`."""
+        import numpy as np
+
+        lo = int(self.offsets[0]) if len(self.offsets) else 0
+        found: Positions = np.flatnonzero(self.data[lo : lo + self.size] == 10) + lo
+        return found
 
     @cached_property
     def ascii(self) -> Flags:
@@ -308,17 +330,21 @@ def _captured(
     them, null where a group took no part), by RE2 from the first place of `literal` in each ASCII line (`plain`):
     a match can start nowhere else before it, so the match RE2 finds there is the one Python's search finds. A line
     without the literal has no match; a line where none starts there (it may, further on) or a line beyond ASCII is
-    searched by Python's `re`. The literal is looked for in the texts' bytes where they are, each line read with
-    what follows it up to the next line: the first place found is in the line when the line holds the literal."""
+    searched by Python's `re`. Where the lines are most of the bytes they span, the literal is looked for in the
+    texts' bytes where they are, each line read with what follows it up to the next line: the first place found
+    is in the line when the line holds the literal."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     size = len(literal.encode())
-    tails = pa.LargeStringArray.from_buffers(
-        len(begin), pa.py_buffer(np.append(begin, end[-1:])), pa.py_buffer(texts.data)
-    )
-    at = pc.fill_null(pc.find_substring(tails, literal), -1).to_numpy(zero_copy_only=False)
+    if end[-1] - begin[0] <= SPANNED * int((end - begin).sum()):  # the lines are most of the bytes they span
+        lines = pa.LargeStringArray.from_buffers(
+            len(begin), pa.py_buffer(np.append(begin, end[-1:])), pa.py_buffer(texts.data)
+        )
+    else:  # (each line copied: a sparse metric's lines read with what follows would read the texts between)
+        lines = spans(texts.data, begin, end)
+    at = pc.fill_null(pc.find_substring(lines, literal), -1).to_numpy(zero_copy_only=False)
     at = np.where(plain & (at >= 0) & (begin + at + size <= end), at, -1)
     tried = np.flatnonzero(at >= 0)
     found = pc.extract_regex(spans(texts.data, begin[tried] + at[tried], end[tried]), anchored)
