@@ -4,7 +4,10 @@ incidents, lab recordings) and on variants of them made where a fast path must h
   (measure._jobs_by_bytes): variants with a letter beyond ASCII, a word character or an upper-case digit next to
   the id or before `job`;
 - a metric's groups taken by RE2 from the first place of the literal its regex starts with (measure._captured):
-  variants with that literal twice (the match starts at the second) and with a character beyond ASCII."""
+  variants with that literal twice (the match starts at the second) and with a character beyond ASCII;
+- the events' lines found by their newlines in the texts' bytes (measure._Lines.split) as str.split("\n") gives
+  them, and each line's trailing blanks cut by their bytes (measure._rstripped) as str.rstrip() cuts them:
+  variants ending in ASCII blanks, more of them than are cut byte by byte, and blanks or letters beyond ASCII."""
 
 from __future__ import annotations
 
@@ -72,7 +75,7 @@ def test_a_metrics_groups_taken_from_its_literal_are_pythons():
 
     from flinkdoctor.analytics.metrics import load_metrics
     from flinkdoctor.knowledge.regexes import python_regex
-    from flinkdoctor.scan.measure import _captured, _from_literal
+    from flinkdoctor.scan.measure import _captured, _from_literal, _Lines
 
     lines = [line for text in events() for line in text.split("\n")]
     # the metrics' regexes, and one with a group that may take no part: the checkpoint type, which Flink 1.20
@@ -92,7 +95,10 @@ def test_a_metrics_groups_taken_from_its_literal_are_pythons():
         variants += [line + " \u5b57" for line in holding]
         texts = lines + variants
         want = [pattern.search(text) for text in texts]
-        hit, values = _captured(pa.array(texts), pattern, names, *anchored)
+        held = _Lines.of(pa.array(texts))  # (as the texts' lines are read: where they are, with what follows)
+        begin, end = held.offsets[:-1], held.offsets[1:]
+        plain = held.plain(np.arange(len(texts)), np.arange(len(texts)), begin, end)
+        hit, values = _captured(held, begin, end, plain, pattern, names, *anchored)
         assert hit.tolist() == [i for i, m in enumerate(want) if m is not None], regex
         for name, got in zip(names, values, strict=True):
             assert got.to_pylist() == [m[name] for m in want if m is not None], (regex, name)
@@ -100,3 +106,43 @@ def test_a_metrics_groups_taken_from_its_literal_are_pythons():
     assert checked > 100 and np.all(np.diff(hit) > 0)
     found = [python_regex(optional).search(line) for line in lines]
     assert {m["type"] is None for m in found if m} == {True, False}  # the group took part in some, not in others
+
+
+TAILS = [
+    "",
+    " ",
+    "\t",
+    " \t \x0b\x0c",
+    " " * 9,
+    "\x1c\x1f",
+    "\u3000",
+    "\u00a0 ",
+    "x\u2003 \t",
+    "\xe9",
+    "\u5b57 ",
+    "\u0085",
+]
+
+
+def test_lines_cut_from_the_bytes_are_pythons():
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.measure import _Lines, _rstripped
+
+    rng = random.Random(5)
+    texts = [text + rng.choice(TAILS) for text in events()]
+    texts += ["", "\n", "\n\n", "a\n", "\nb", "x" + TAILS[4] + "\n" + TAILS[6]]
+    values = pa.array(["not read", *texts]).slice(1)  # (a slice: its texts' offsets do not start at 0)
+    held = _Lines.of(values)
+    rows = np.arange(len(texts))[::2]
+    begin, end, parent, index = held.split(rows)
+    data = held.data.tobytes()
+    lines = [data[b:e].decode() for b, e in zip(begin.tolist(), end.tolist(), strict=True)]
+    want = [(i, k, line) for i in rows.tolist() for k, line in enumerate(texts[i].split("\n"))]
+    assert list(zip(rows[parent].tolist(), index.tolist(), lines, strict=True)) == want
+    cut = _rstripped(held.data, begin, end)
+    assert [data[b:e].decode() for b, e in zip(begin.tolist(), cut.tolist(), strict=True)] == [
+        line.rstrip() for _, _, line in want
+    ]
+    assert len({line[len(line.rstrip()) :] for _, _, line in want}) >= len(TAILS) - 1  # (each kind of tail met)

@@ -1,24 +1,27 @@
 """The metrics' measures of the kept events, taken over Arrow arrays: no Python per event, only per match.
 
 A metric's line regex (knowledge/metrics.yaml) is tried on every line of the events the pass found it can match
-in (prefilter.py): the events are split into lines. A regex that starts with a literal (every checkpoint line's
-does) is run by RE2 (re2.py: the regex as RE2 finds exactly what Python's `re` finds) anchored at the literal's
-first place in each line, which decides the match and takes its groups in one pass (_captured; RE2's unanchored
-extraction is slower than Python's search for these regexes, the anchored one faster). Otherwise RE2 says which
-lines match, all at once, and Python's `re` takes the groups of the matching lines only; a regex RE2 cannot read
-exactly is run by Python's `re` on every candidate line. Each matching line is a measure: the metric's position,
-the line's index in its event, the line (without trailing blanks), the groups that took part, and a job id found
-elsewhere in the event (read off the bytes after `job ` where they decide it, else by the regex).
+in (prefilter.py): the events' lines are found by their newlines in the texts' bytes, where they are (_Lines),
+and only the measures' lines are copied, once, in the order the list gives them. A regex that starts with a
+literal (every checkpoint line's does) is run by RE2 (re2.py: the regex as RE2 finds exactly what Python's `re`
+finds) anchored at the literal's first place in each line, which decides the match and takes its groups in one
+pass (_captured; RE2's unanchored extraction is slower than Python's search for these regexes, the anchored one
+faster). Otherwise RE2 says which lines match, all at once, and Python's `re` takes the groups of the matching
+lines only; a regex RE2 cannot read exactly is run by Python's `re` on every candidate line. Each matching line is
+a measure: the metric's position, the line's index in its event, the line (without trailing blanks), the groups
+that took part, and a job id found elsewhere in the event (read off the bytes after `job ` where they decide it,
+else by the regex).
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..knowledge.regexes import parse, python_regex, sre
-from .prefilter import Positions, distinct, spans
+from .prefilter import Bytes, Positions, distinct, spans
 from .re2 import extract, matching, re2_regex, unicode_classes
 
 if TYPE_CHECKING:
@@ -26,14 +29,15 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
 
-# the lines one metric's regex matched: (rows, line indexes, metric position, lines, captures)
-Measured = tuple[Positions, Positions, int, "pa.Array", "pa.MapArray"]
+Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per text or line
 
 # a job id elsewhere in an event (a chk-N path), for a measure whose line names none
 JOB_IN_EVENT = r"/([0-9a-f]{32})/chk-\d+|\bjob ([0-9a-f]{32})\b"
 MOSTLY_MATCHING = 2  # at most this many lines per candidate event: most of them match (each event can)
 FEW_LINES = 128  # below this many candidate lines Python's `re` decides: cheaper than compiling the RE2 kernel
 SPACES = "".join(chr(c) for c in range(0x3100) if chr(c).isspace())  # what str.rstrip() removes
+TRIMMED_HERE = 4  # trailing ASCII blanks cut by their bytes, at most (more: Arrow's trim)
+SPANNED = 4  # texts (lines) read where they are when the bytes they span are at most this many times theirs
 
 
 def measures(
@@ -41,38 +45,49 @@ def measures(
 ) -> pa.ListArray:
     """Per row of `text` (the kept events), its measures (MEASURES as an Arrow list array). `metrics`: signature
     number -> (metric position, line regex, its longest literal); `found`: signature number -> candidate events;
-    `rows`: per event, its row in `text` (-1: not in it)."""
+    `rows`: per event, its row in `text` (-1: not in it). The lines are cut from the texts' bytes where they are
+    (_Lines), and each measure's line and captures copied once, in the list's order (_in_order)."""
     import numpy as np
     import pyarrow as pa
 
-    pieces = []
+    candidates = {}
     for number, (position, regex, _) in metrics.items():
         events = found.get(number)
-        if events is None or not len(events):
-            continue
-        cand = rows[events]
-        cand = distinct(cand[cand >= 0])
+        if events is not None and len(events):
+            cand = rows[events]
+            candidates[position, regex] = distinct(cand[cand >= 0])
+    # the texts read where they are, or a copy of the candidates' when theirs are not most of the bytes (a lab
+    # part keeps stack traces no metric reads)
+    wanted = distinct(np.concatenate([np.zeros(0, dtype=np.int64), *candidates.values()]))
+    lines = _Lines.of(text)
+    every = SPANNED * int(np.sum(lines.offsets[wanted + 1] - lines.offsets[wanted])) >= lines.size
+    if not every:
+        lines = _Lines.of(text.take(pa.array(wanted)))
+    pieces = []
+    for (position, regex), cand in candidates.items():
         if len(cand):
-            pieces.append(_measured(position, regex, text, cand))
-    pieces = [p for p in pieces if len(p[0])]
+            pieces.append(_measured(position, regex, lines, cand if every else np.searchsorted(wanted, cand)))
+    pieces = [p for p in pieces if len(p.rows)]
     if not pieces:
         empty = pa.array(np.zeros(len(text) + 1, dtype=np.int32))  # offsets: no row holds a measure
         return pa.ListArray.from_arrays(empty, pa.array([], type=measures_type().value_type), type=measures_type())
-    row = np.concatenate([p[0] for p in pieces])
-    idx = np.concatenate([p[1] for p in pieces])
-    metric = np.concatenate([np.full(len(p[0]), p[2], dtype=np.int32) for p in pieces])
-    line = pa.concat_arrays([p[3] for p in pieces])
-    captures = pa.concat_arrays([p[4] for p in pieces])
+    row = np.concatenate([p.rows for p in pieces])
+    idx = np.concatenate([p.idx for p in pieces])
+    metric = np.concatenate([np.full(len(p.rows), p.position, dtype=np.int32) for p in pieces])
     order = np.lexsort((metric, idx, row))  # by event, then line, then metric: the order Python's loop gave
-    row = row[order]
-    jobs = _jobs(text, distinct(row))
+    row = row[order]  # (of the texts read)
+    begin = np.concatenate([p.begin for p in pieces])[order]
+    end = np.concatenate([p.end for p in pieces])[order]
+    jobs = _jobs(lines.large, distinct(row)).take(pa.array(row))
+    if not every:
+        row = wanted[row]
     struct = pa.StructArray.from_arrays(
         [
             pa.array(metric[order], pa.int32()),
             pa.array(idx[order], pa.int32()),
-            line.take(pa.array(order)),
-            captures.take(pa.array(order)),
-            jobs.take(pa.array(row)),
+            spans(lines.data, begin, end),
+            _in_order(pieces, order),
+            jobs,
         ],
         fields=list(measures_type().value_type),
     )
@@ -81,38 +96,181 @@ def measures(
     return pa.ListArray.from_arrays(pa.array(offsets), struct, type=measures_type())
 
 
-def _measured(position: int, regex: str, text: pa.Array, cand: Positions) -> Measured:
-    """(rows, line indexes, position, lines, captures) of the lines of events `cand` that `regex` matches."""
+@dataclass(frozen=True)
+class _Lines:
+    """The kept events' texts as one buffer of bytes: each text's offsets in `data`, the newlines in it, and which
+    texts are ASCII (one pass each, for every metric's candidates)."""
+
+    large: pa.LargeStringArray  # the texts (their offsets are into `data`)
+    offsets: Positions
+    data: Bytes
+
+    @classmethod
+    def of(cls, text: pa.Array) -> _Lines:
+        import numpy as np
+        import pyarrow as pa
+
+        large = text.cast(pa.large_string())  # (the same bytes: only the offsets are widened)
+        offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + len(large) + 1]
+        data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+        return cls(large, offsets, data)
+
+    @property
+    def size(self) -> int:
+        """The texts' bytes."""
+        return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
+
+    @cached_property
+    def newlines(self) -> Positions:
+        """Where the texts' newlines are in `data`."""
+        import numpy as np
+
+        lo = int(self.offsets[0]) if len(self.offsets) else 0
+        found: Positions = np.flatnonzero(self.data[lo : lo + self.size] == 10) + lo
+        return found
+
+    @cached_property
+    def ascii(self) -> Flags:
+        """Per text, whether it is ASCII."""
+        import pyarrow.compute as pc
+
+        ascii: Flags = pc.fill_null(pc.string_is_ascii(self.large), True).to_numpy(zero_copy_only=False)
+        return ascii
+
+    def plain(self, rows: Positions, parent: Positions, begin: Positions, end: Positions) -> Flags:
+        """Which of the lines [begin, end) of texts `rows` (each of `parent`) are ASCII: a text's lines when it
+        is; each line of another."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        plain = self.ascii[rows[parent]]
+        if not plain.all():
+            other = np.flatnonzero(~plain)
+            lines = spans(self.data, begin[other], end[other])
+            plain[other] = pc.string_is_ascii(lines).to_numpy(zero_copy_only=False)
+        return plain
+
+    def split(self, rows: Positions) -> tuple[Positions, Positions, Positions, Positions]:
+        """(begin, end, parent, index) of each line of texts `rows`, as splitting each at "\\n" gives them: its
+        bytes [begin, end) in `data`, its text's position in `rows`, its index in its text."""
+        import numpy as np
+
+        lo, hi = self.offsets[rows], self.offsets[rows + 1]
+        first = np.searchsorted(self.newlines, lo)  # each text's first newline (its lines end at its newlines)
+        count = np.searchsorted(self.newlines, hi) - first + 1
+        parent = np.repeat(np.arange(len(rows)), count)
+        index = np.arange(len(parent)) - (np.cumsum(count) - count)[parent]
+        ending = first[parent] + index  # the newline that ends each line but a text's last
+        last = index == count[parent] - 1
+        bounds = np.append(self.newlines, 0)  # (the last line's `ending` may be one past the newlines)
+        begin = np.where(index == 0, lo[parent], bounds[np.maximum(ending - 1, 0)] + 1)
+        end = np.where(last, hi[parent], bounds[ending])
+        return begin, end, parent, index
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """The lines one metric's regex matched: their rows, line indexes, the metric's position, their bytes
+    [begin, end) in the texts' buffer (trailing blanks cut), and the groups' names and values (null where one took
+    no part)."""
+
+    rows: Positions
+    idx: Positions
+    position: int
+    begin: Positions
+    end: Positions
+    names: list[str]
+    values: list[pa.Array]
+
+
+def _measured(position: int, regex: str, texts: _Lines, cand: Positions) -> _Piece:
+    """The lines of events `cand` that `regex` matches."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    lists = pc.split_pattern(text.take(pa.array(cand)), "\n")
-    flat = lists.flatten()
-    parent = pc.list_parent_indices(lists).to_numpy()
-    starts = lists.offsets.to_numpy()
-    idx = np.arange(len(flat)) - starts[parent]
+    begin, end, parent, idx = texts.split(cand)
     pattern = python_regex(regex)
     names = sorted(pattern.groupindex, key=pattern.groupindex.__getitem__)  # the order groupdict() gives
-    mostly_matching = len(flat) <= MOSTLY_MATCHING * len(cand)
-    if len(flat) >= FEW_LINES and (anchored := _from_literal(regex)) is not None:  # RE2 decides and reads
-        hit, values = _captured(flat, pattern, names, *anchored)
-        lines = pc.utf8_rtrim(flat if len(hit) == len(flat) else flat.take(pa.array(hit)), characters=SPACES)
-        return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
-    if len(flat) >= FEW_LINES and not mostly_matching and re2_regex(regex) is not None:  # RE2 decides, `re` reads
-        hit = matching(flat, regex)
-        found = [pattern.search(value) for value in flat.take(pa.array(hit)).to_pylist()] if names else []
-    else:  # Python's `re` decides too: few lines (Arrow's kernel would compile the regex for them on every call),
-        # or lines most of which match (events of one line each that the pass found the metric in: `re` on every
-        # line costs less than RE2 on every line and `re` again on most of them)
-        searched = list(map(pattern.search, flat.to_pylist()))
-        hit = np.flatnonzero(np.array([m is not None for m in searched], dtype=bool))
-        found = searched if len(hit) == len(searched) else [m for m in searched if m is not None]
-    # RE2 reads every measure's regex exactly as Python does (checked when the rewrite is made), so `re` finds
-    # each line RE2 matched: a miss would be a bug in that check, and fails loudly here
-    values = [pa.array([m[name] for m in found], pa.string()) for name in names]  # type: ignore[index]
-    lines = pc.utf8_rtrim(flat.take(pa.array(hit)), characters=SPACES)
-    return cand[parent[hit]], idx[hit], position, lines.cast(pa.string()), _captures(names, values, len(hit))
+    mostly_matching = len(begin) <= MOSTLY_MATCHING * len(cand)
+    if len(begin) >= FEW_LINES and (anchored := _from_literal(regex)) is not None:  # RE2 decides and reads
+        hit, values = _captured(texts, begin, end, texts.plain(cand, parent, begin, end), pattern, names, *anchored)
+    else:
+        flat = spans(texts.data, begin, end)
+        if len(flat) >= FEW_LINES and not mostly_matching and re2_regex(regex) is not None:  # RE2 decides, `re` reads
+            hit = matching(flat, regex)
+            found = [pattern.search(value) for value in flat.take(pa.array(hit)).to_pylist()] if names else []
+        else:  # Python's `re` decides too: few lines (Arrow's kernel would compile the regex for them on every
+            # call), or lines most of which match (events of one line each that the pass found the metric in: `re`
+            # on every line costs less than RE2 on every line and `re` again on most of them)
+            searched = list(map(pattern.search, flat.to_pylist()))
+            hit = np.flatnonzero(np.array([m is not None for m in searched], dtype=bool))
+            found = searched if len(hit) == len(searched) else [m for m in searched if m is not None]
+        # RE2 reads every measure's regex exactly as Python does (checked when the rewrite is made), so `re` finds
+        # each line RE2 matched: a miss would be a bug in that check, and fails loudly here
+        values = [pa.array([m[name] for m in found], pa.string()) for name in names]  # type: ignore[index]
+    begin, end = begin[hit], end[hit]
+    return _Piece(cand[parent[hit]], idx[hit], position, begin, _rstripped(texts.data, begin, end), names, values)
+
+
+def _rstripped(data: Bytes, begin: Positions, end: Positions) -> Positions:
+    """Each line's end without its trailing blanks, as str.rstrip() cuts them (SPACES): ASCII blanks by their
+    bytes; a line that then ends in a byte beyond ASCII (which may be a blank's) or still in a blank, by Arrow's
+    trim (a hostile line of many blanks costs no pass a blank)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    end = end.copy()
+    if not len(data):
+        return end
+    for _ in range(TRIMMED_HERE):
+        blank = (end > begin) & _blank()[data[np.maximum(end - 1, 0)]]
+        if not blank.any():
+            break
+        end -= blank
+    last = data[np.maximum(end - 1, 0)]
+    other = np.flatnonzero((end > begin) & (_blank()[last] | (last >= 128)))
+    if len(other):
+        trimmed = pc.utf8_rtrim(spans(data, begin[other], end[other]), characters=SPACES)
+        end[other] = begin[other] + pc.binary_length(trimmed).to_numpy(zero_copy_only=False)
+    return end
+
+
+def _in_order(pieces: list[_Piece], order: Positions) -> pa.MapArray:
+    """The pieces' captures, a map<string, string> per line (the groups that took part, in their order), the lines
+    in `order` (positions among the pieces' lines, one piece after the other): each value copied once."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(order)
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)  # each line's place in the output
+    names: list[str] = []
+    values: list[pa.Array] = []
+    owner, key, item = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    first = stored = 0  # the piece's first line among all; the values before its own
+    for piece in pieces:
+        m = len(piece.rows)
+        if piece.names:
+            present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in piece.values], axis=1)
+            line, which = np.nonzero(present)  # (lines x groups, row-major: by line, then group)
+            owner.append(place[first + line])
+            key.append(len(names) + which)
+            item.append(stored + which * m + line)
+            names += piece.names
+            values += [v.cast(pa.string()) for v in piece.values]
+            stored += m * len(piece.names)
+        first += m
+    of = np.concatenate(owner)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(of, minlength=n), out=offsets[1:])
+    # a line's entries are adjacent and in its groups' order: each goes to its line's first slot plus its rank
+    starts = np.flatnonzero(np.diff(of, prepend=-1))
+    rank = np.arange(len(of)) - np.repeat(starts, np.diff(np.append(starts, len(of))))
+    at = np.empty(len(of), dtype=np.int64)
+    at[offsets[of] + rank] = np.arange(len(of))
+    keys = pa.array(names, pa.string()).take(pa.array(np.concatenate(key)[at]))
+    items = pa.concat_arrays(values) if values else pa.array([], pa.string())
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, items.take(pa.array(np.concatenate(item)[at])))
 
 
 @cache
@@ -159,27 +317,41 @@ def _group_width(tree: object, number: int) -> int:
 
 
 def _captured(
-    lines: pa.Array, pattern: re.Pattern[str], names: list[str], literal: str, anchored: str
+    texts: _Lines,
+    begin: Positions,
+    end: Positions,
+    plain: Flags,
+    pattern: re.Pattern[str],
+    names: list[str],
+    literal: str,
+    anchored: str,
 ) -> tuple[Positions, list[pa.Array]]:
-    """(the lines `pattern` matches, ascending; its named groups' values on them, null where a group took no part),
-    by RE2 from the first place of `literal` in each ASCII line: a match can start nowhere else before it, so the
-    match RE2 finds there is the one Python's search finds. A line without the literal has no match; a line where
-    none starts there (it may, further on) or a line beyond ASCII is searched by Python's `re`."""
+    """(the lines [begin, end) of the texts' bytes that `pattern` matches, ascending; its named groups' values on
+    them, null where a group took no part), by RE2 from the first place of `literal` in each ASCII line (`plain`):
+    a match can start nowhere else before it, so the match RE2 finds there is the one Python's search finds. A line
+    without the literal has no match; a line where none starts there (it may, further on) or a line beyond ASCII is
+    searched by Python's `re`. Where the lines are most of the bytes they span, the literal is looked for in the
+    texts' bytes where they are, each line read with what follows it up to the next line: the first place found
+    is in the line when the line holds the literal."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    plain = pc.fill_null(pc.string_is_ascii(lines), True).to_numpy(zero_copy_only=False)
-    at = np.where(plain, pc.find_substring(lines, literal).to_numpy(zero_copy_only=False), -1)
+    size = len(literal.encode())
+    if end[-1] - begin[0] <= SPANNED * int((end - begin).sum()):  # the lines are most of the bytes they span
+        lines = pa.LargeStringArray.from_buffers(
+            len(begin), pa.py_buffer(np.append(begin, end[-1:])), pa.py_buffer(texts.data)
+        )
+    else:  # (each line copied: a sparse metric's lines read with what follows would read the texts between)
+        lines = spans(texts.data, begin, end)
+    at = pc.fill_null(pc.find_substring(lines, literal), -1).to_numpy(zero_copy_only=False)
+    at = np.where(plain & (at >= 0) & (begin + at + size <= end), at, -1)
     tried = np.flatnonzero(at >= 0)
-    large = lines.cast(pa.large_string())
-    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + len(large) + 1]
-    data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-    found = pc.extract_regex(spans(data, offsets[tried] + at[tried], offsets[tried + 1]), anchored)
+    found = pc.extract_regex(spans(texts.data, begin[tried] + at[tried], end[tried]), anchored)
     matched = found.is_valid().to_numpy(zero_copy_only=False)
     by_re2 = tried[matched]
     searched = np.sort(np.concatenate([np.flatnonzero(~plain), tried[~matched]]))
-    by_python = [pattern.search(value) for value in lines.take(pa.array(searched)).to_pylist()]
+    by_python = [pattern.search(v) for v in spans(texts.data, begin[searched], end[searched]).to_pylist()]
     more = np.array([m is not None for m in by_python], dtype=bool)
     hit = np.concatenate([by_re2, searched[more]])
     order = np.argsort(hit, kind="stable")
@@ -193,24 +365,6 @@ def _captured(
             captured = pa.concat_arrays([captured, other]).take(pa.array(order))
         values.append(captured)
     return hit[order], values
-
-
-def _captures(names: list[str], values: list[pa.Array], n: int) -> pa.MapArray:
-    """A map<string, string> per matching line: the groups that took part (null: a group that did not)."""
-    import numpy as np
-    import pyarrow as pa
-
-    empty = pa.array([], pa.string())
-    if not names:
-        return pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), empty, empty)
-    present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in values], axis=1)  # lines x groups
-    line, which = np.nonzero(present)  # in row-major order: by line, then group
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(line, minlength=n), out=offsets[1:])
-    keys = pa.array(names, pa.string()).take(pa.array(which))
-    flat = pa.concat_arrays([v.cast(pa.string()) for v in values])
-    items = flat.take(pa.array(which * n + line))
-    return pa.MapArray.from_arrays(pa.array(offsets), keys, items)
 
 
 @cache
@@ -326,6 +480,14 @@ def _windows(data: npt.NDArray[np.uint8], at: Positions) -> npt.NDArray[np.uint8
     if not len(at):
         return np.zeros((0, 32), dtype=np.uint8)
     return np.lib.stride_tricks.sliding_window_view(data, 32)[at]
+
+
+@cache
+def _blank() -> Flags:
+    """Per byte: whether it is an ASCII character str.rstrip() removes (SPACES)."""
+    import numpy as np
+
+    return np.array([b < 128 and chr(b) in SPACES for b in range(256)], dtype=bool)
 
 
 NO, YES, MAYBE = 0, 1, 2  # a byte's word class: not a word character, one, or beyond ASCII (not known from it)

@@ -95,38 +95,50 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
     parent = pc.list_parent_indices(lists)
     measure = pc.list_flatten(lists)
     metric = measure.field("metric")
-    kind = pa.array(spec.kinds, pa.string()).take(metric)
-    trigger = pc.equal(kind, spec.trigger).to_numpy(zero_copy_only=False)
-    columnar = pc.is_in(kind, pa.array(spec.columnar, pa.string())).to_numpy(zero_copy_only=False)
+    of_kind = metric.to_numpy(zero_copy_only=False)
+    trigger = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind == spec.trigger])
+    columnar = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind in spec.columnar])
     captures = measure.field("captures")
-    captures = captures.cast(pa.map_(pa.string(), pa.string())).take(pa.array(np.arange(len(captures))))  # (from 0)
     captured = _looked_up(captures, spec.captured)
     stamped, unsure = _stamped(captured.get("epoch_ms"), captured.get("checkpoint"), trigger)
-    time, left = _times(batch.column("ts").take(parent), layout, spec, ~stamped)
-    left |= unsure
+    timed = np.flatnonzero(~stamped)  # (a trigger that stamps its own epoch needs no time)
     n = len(measure)
-
-    def unless(flags: npt.NDArray[np.bool_], values: pa.Array) -> pa.Array:  # null where the flag holds
-        return pc.if_else(pa.array(flags), pa.nulls(n, values.type), values)
-
+    time = np.full(n, np.datetime64("NaT", "ns"))
+    left = unsure.copy()
+    read, undecided = _times(batch.column("ts").take(parent.take(pa.array(timed))), layout, spec)
+    time[timed] = read
+    left[timed] |= undecided
     columns = [
         batch.column("sid").take(parent),
         batch.column("bundle").take(parent),
         batch.column("block").take(parent),
         batch.column("first_rel").take(parent),
-        pa.array(np.where(stamped, np.datetime64("NaT", "ns"), time), pa.timestamp("ns")),
+        pa.array(time, pa.timestamp("ns")),
         batch.column("host").take(parent),
         metric,
         measure.field("idx"),
-        unless(trigger, measure.field("line")),
+        _null_where(measure.field("line"), trigger),
         _nulled(captures, columnar),
         measure.field("job"),
         *[
-            unless(~columnar | (trigger & (key in spec.untimed)), values.cast(pa.string()))
+            _null_where(values.cast(pa.string()), ~columnar | (trigger & (key in spec.untimed)))
             for key, values in captured.items()
         ],
     ]
     return pa.Table.from_arrays(columns, schema=schema(spec.captured)), int(np.count_nonzero(left))
+
+
+def _null_where(values: pa.Array, flags: Flags) -> pa.Array:
+    """The array with the rows of `flags` null: its own buffers under a new validity bitmap (Arrow's if_else
+    copies every value, a JobManager part's lines tens of MB)."""
+    import numpy as np
+    import pyarrow as pa
+
+    valid = values.is_valid().to_numpy(zero_copy_only=False) & ~flags
+    bits = np.packbits(np.concatenate([np.zeros(values.offset, dtype=bool), valid]), bitorder="little")
+    return pa.Array.from_buffers(
+        values.type, len(values), [pa.py_buffer(bits), *values.buffers()[1:]], offset=values.offset
+    )
 
 
 def _nulled(captures: pa.MapArray, flags: npt.NDArray[np.bool_]) -> pa.MapArray:
@@ -139,16 +151,17 @@ def _nulled(captures: pa.MapArray, flags: npt.NDArray[np.bool_]) -> pa.MapArray:
 
 def _looked_up(captures: pa.MapArray, keys: tuple[str, ...]) -> dict[str, pa.Array]:
     """Per key, each row's value in the map (its first, as Spark's and Arrow's lookups give; null: no such key),
-    from one pass over the maps' entries (Arrow's map_lookup walks every map once per key). `captures`: a map
-    array whose offsets start at 0."""
+    from one pass over the maps' entries (Arrow's map_lookup walks every map once per key). `captures` may be a
+    slice (a flattened list's child): its entries are read where they are."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(captures)
     offsets = captures.offsets.to_numpy()
+    first, last = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
     owner = np.repeat(np.arange(n), np.diff(offsets))
-    names, items = captures.keys, captures.items
+    names, items = captures.keys.slice(first, last - first), captures.items.slice(first, last - first)
     found = {}
     for key in keys:
         hit = pc.equal(names, key).to_numpy(zero_copy_only=False)
@@ -195,9 +208,9 @@ def _digits(values: pa.Array, canonical: bool = False) -> tuple[Flags, Flags, Fl
     return digits, zero, null
 
 
-def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows, wanted: Flags) -> tuple[Times, Flags]:
-    """(per row, the UTC time Spark's parsed_time gives as datetime64[ns] (NaT: null), the rows of `wanted`
-    whose time is left to Spark)."""
+def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows) -> tuple[Times, Flags]:
+    """(per row, the UTC time Spark's parsed_time gives as datetime64[ns] (NaT: null), the rows whose time is left
+    to Spark)."""
     import numpy as np
 
     n = len(ts)
@@ -211,9 +224,9 @@ def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows, wanted: Flags) -> t
     fields = _fixed(layout.time_format)
     sure_zone = spec.session_utc and (layout.utc or spec.timezone == "UTC") and not layout.year_from_bundle
     if fields is None or not sure_zone:
-        return none, wanted & ~null
+        return none, ~null
     time, read = _read_fixed(ts, *fields)
-    return np.where(read, time, none), wanted & ~null & ~read
+    return np.where(read, time, none), ~null & ~read
 
 
 @cache
@@ -300,7 +313,7 @@ class MeasuresFile(TaskFile):
     rows whose time the task left to Spark counted in its metadata (LEFT)."""
 
     def __init__(self, spec: MeasuredRows, task: int):
-        super().__init__(spec.out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS)
+        super().__init__(spec.out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS, None)  # (read whole: no statistics)
         self.spec = spec
         self.metadata[LEFT] = b"0"
 

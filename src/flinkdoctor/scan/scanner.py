@@ -61,6 +61,8 @@ OUT_EVENTS = 20_000  # events per Arrow batch written
 ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
 # the events' short columns of (nearly) distinct values, written without a dictionary (taskfile.py)
 PLAIN_COLUMNS = frozenset(("first_rel", "last_rel", "ts", "measures.list.element.captures.key_value.value"))
+# the events' columns no filter of Spark's reads by value: written without statistics (taskfile.py)
+UNSTATED_COLUMNS = frozenset(("sigs", "matches", "measures", "entries", "message", "text", "head"))
 JOIN_BYTES = 32 * 1024 * 1024  # whole small files scanned together, at most (scan_parts)
 # an exception line or a stack frame: an event holding one can be failure evidence for the catalogue
 TRACE = re.compile("(?m)" + EXCEPTION_LINE.removeprefix("(?m)") + r"|^\s*at\s+\S")
@@ -184,7 +186,7 @@ class _EventsFile(TaskFile):
     """One task's Parquet file of events (TaskFile), in row groups of about ROW_GROUP_BYTES."""
 
     def __init__(self, out_dir: str, task: int):
-        super().__init__(out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS)
+        super().__init__(out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS, UNSTATED_COLUMNS)
 
     def write(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa

@@ -9,6 +9,10 @@ dictionary (`plain`): Parquet's writer would otherwise hash a row group's values
 full, most or all of them when they are short, which was a third of writing a production JobManager part's events
 (the values read back the same). A long text keeps its dictionary: its page fills after a few thousand distinct
 texts, and where texts repeat (a warning's message) it makes the file smaller.
+
+A column no reader filters on by its values (a text, a nested list, every column of the measured rows, which the
+driver reads whole) is written without statistics (`unstated`): their minimum and maximum cost a tenth of writing
+a production JobManager part's events. Spark's filters on the events table (its level, its source) keep theirs.
 """
 
 from __future__ import annotations
@@ -53,9 +57,17 @@ Written = TypeVar("Written", bound="TaskFile")
 class TaskFile:
     """One task's `part-<task>.parquet` under `out_dir`; `metadata` is written in its footer when it is closed."""
 
-    def __init__(self, out_dir: str, task: int, row_group_bytes: int, plain: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        out_dir: str,
+        task: int,
+        row_group_bytes: int,
+        plain: frozenset[str] = frozenset(),
+        unstated: frozenset[str] | None = frozenset(),
+    ):
         self.filesystem, directory = filesystem_of(out_dir)
         self.plain = plain  # the columns' paths (leaf_paths) written without a dictionary
+        self.unstated = unstated  # the (top-level) columns written without statistics; None: all of them
         self.final = f"{directory}/part-{task:05d}.parquet"
         self.temporary = f"{directory}/_part-{task:05d}.parquet.tmp"
         self.row_group_bytes = row_group_bytes
@@ -80,9 +92,16 @@ class TaskFile:
             return
         table = pa.concat_tables(self.pending)
         if self.writer is None:
-            dictionary = [path for path in leaf_paths(table.schema) if path not in self.plain]
+            paths = leaf_paths(table.schema)
+            dictionary = [path for path in paths if path not in self.plain]
+            stated = [path for path in paths if self.unstated is not None and path.split(".")[0] not in self.unstated]
             self.writer = pq.ParquetWriter(
-                self.temporary, table.schema, filesystem=self.filesystem, compression="lz4", use_dictionary=dictionary
+                self.temporary,
+                table.schema,
+                filesystem=self.filesystem,
+                compression="lz4",
+                use_dictionary=dictionary,
+                write_statistics=stated,
             )
         self.writer.write_table(table, row_group_size=len(table))
         self.pending, self.pending_bytes = [], 0
