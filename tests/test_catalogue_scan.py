@@ -125,12 +125,9 @@ def test_bundles_diagnosed_together_get_each_the_hits_it_gets_alone(spark, rules
         assert all(i.sid in own for hit in together.catalogue_hits[b] for i in hit.instances)
 
 
-def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_path, monkeypatch):
-    """Both chosen by aggregation (FEW 0, KEEP_PER_RULE 2: few instances of many): the findings and the hits of
-    collect_evidence are those of collect_findings and collect_catalogue_hits, every field, and the events they
-    chose are read from the table once for the two, not once each."""
+def _scanned(spark, rules, tmp_path):
+    """BUNDLE scanned with the small catalogue: its manifest, events, table and the tasks' counts."""
     from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.diagnosis import findings as fd
     from flinkdoctor.scan.events import build_events
     from flinkdoctor.scan.matcher import build_matcher
     from flinkdoctor.sources.ingest import ingest
@@ -138,41 +135,70 @@ def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_pat
     manifest = ingest([BUNDLE], tmp_path)
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=small_catalogue())
     events = build_events(spark, manifest, tmp_path, matcher.prefilter, matcher=matcher)
-    table, matched, catalogued = events.table(spark), events.stats["matched"], events.stats["catalogued"]
+    return manifest, events, events.table(spark), events.stats["matched"], events.stats["catalogued"]
+
+
+def _shown(findings, counts, hits):
+    """Every field of the findings, the counts and every field of the hits' instances, comparable."""
+    return (
+        sorted(
+            (f.rule, f.sid, f.line, f.time, f.text, f.job_id, f.event_text, f.host, f.level, f.event_line)
+            + (f.event_lines, sorted(f.captures.items()), f.checkpoint_id, f.container_id, f.hdfs_path)
+            for f in findings
+        ),
+        counts,
+        [
+            (
+                h.bundle,
+                h.entry,
+                h.count,
+                [(i.sid, i.line, i.time, i.text, i.event_text, i.host, i.level, i.event_lines) for i in h.instances],
+            )
+            for h in hits
+        ],
+    )
+
+
+def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_path, monkeypatch):
+    """Both chosen by aggregation (FEW 0, KEEP_PER_RULE 2: few instances of many): the findings and the hits of
+    collect_evidence are those of collect_findings and collect_catalogue_hits, every field, and the events they
+    chose are read from the table once for the two, not once each."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    manifest, events, table, matched, catalogued = _scanned(spark, rules, tmp_path)
     monkeypatch.setattr(fd, "FEW", 0)
     monkeypatch.setattr(fd, "KEEP_PER_RULE", 2)
     reads = []
     original = fd.chosen_events_of
     monkeypatch.setattr(fd, "chosen_events_of", lambda *args: reads.append(1) or original(*args))
-
-    def shown(findings, counts, hits):
-        return (
-            sorted(
-                (f.rule, f.sid, f.line, f.time, f.text, f.job_id, f.event_text, f.host, f.level, f.event_line)
-                + (f.event_lines, sorted(f.captures.items()), f.checkpoint_id, f.container_id, f.hdfs_path)
-                for f in findings
-            ),
-            counts,
-            [
-                (
-                    h.bundle,
-                    h.entry,
-                    h.count,
-                    [
-                        (i.sid, i.line, i.time, i.text, i.event_text, i.host, i.level, i.event_lines)
-                        for i in h.instances
-                    ],
-                )
-                for h in hits
-            ],
-        )
-
-    apart = shown(
+    apart = _shown(
         *fd.collect_findings(table, events.blocks, manifest, matched),
         fd.collect_catalogue_hits(table, events.blocks, manifest, catalogued),
     )
     assert len(reads) == 2
-    together = shown(*fd.collect_evidence(table, events.blocks, manifest, matched, catalogued))
+    together = _shown(*fd.collect_evidence(table, events.blocks, manifest, matched, catalogued))
     assert len(reads) == 3
     assert together == apart
     assert apart[0] and len(apart[2]) >= 2 and any(h[2] > 2 * 2 for h in apart[2])  # some entry had more than shown
+
+
+def test_few_matches_and_hits_are_read_in_one_job(spark, rules, tmp_path, monkeypatch):
+    """Few matches and few hits (the tasks' counts under FEW): the findings, counts and hits of collect_evidence are
+    those of collect_findings and collect_catalogue_hits, every field and in the same order, from one read of the
+    events that hold either (each event's text decoded once for both, not once per kind)."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    manifest, events, table, matched, catalogued = _scanned(spark, rules, tmp_path)
+    assert 0 < matched <= fd.FEW and 0 < catalogued <= fd.FEW
+    found, counts = fd.collect_findings(table, events.blocks, manifest, matched)
+    hits = fd.collect_catalogue_hits(table, events.blocks, manifest, catalogued)
+    reads, whole = [], []
+    original = fd._in_detail
+    monkeypatch.setattr(fd, "_in_detail", lambda *args: reads.append(1) or original(*args))
+    monkeypatch.setattr(fd, "match_events", lambda *args, **kw: whole.append(1))
+    monkeypatch.setattr(fd, "catalogue_events", lambda *args, **kw: whole.append(1))
+    together = fd.collect_evidence(table, events.blocks, manifest, matched, catalogued)
+    assert (len(reads), whole) == (1, [])
+    assert [(f.rule, f.sid, f.line) for f in together[0]] == [(f.rule, f.sid, f.line) for f in found]  # the order
+    assert _shown(*together) == _shown(found, counts, hits)
+    assert sum(counts.values()) == matched and sum(h.count for h in hits) == catalogued

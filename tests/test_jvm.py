@@ -19,28 +19,29 @@ SEED = DATA / "seeds" / "000"
 def test_options_by_input_size_and_archive(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "0")
-    assert jvm.java_options("3g", 1000) == "-XX:TieredStopAtLevel=1"  # a small input: the quick JIT tier only
-    assert jvm.java_options("3g", jvm.SHORT_RUN_BYTES) == ""
-    assert jvm.java_options("3g", None) == ""
+    serial = "-XX:+UseSerialGC"  # every session: a heap that does not grow with the input
+    assert jvm.java_options("3g", 1000) == f"{serial} -XX:TieredStopAtLevel=1"  # a small input: the quick tier only
+    assert jvm.java_options("3g", jvm.SHORT_RUN_BYTES) == serial
+    assert jvm.java_options("3g", None) == serial
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "1")
     monkeypatch.setattr(jvm, "_start_writing", lambda key: tmp_path / "writing")
-    assert jvm.java_options("3g", None) == f"-XX:ArchiveClassesAtExit={tmp_path / 'writing'}"
+    assert jvm.java_options("3g", None) == f"{serial} -XX:ArchiveClassesAtExit={tmp_path / 'writing'}"
     key = jvm._key("3g")
     folder = tmp_path / "flinkdoctor"
     folder.mkdir()
     (folder / f"jvm-{key}-99.jsa").write_bytes(b"x" * 50)  # cut short: its name says 99 bytes
-    assert jvm.java_options("3g", None).startswith("-XX:ArchiveClassesAtExit=")
+    assert jvm.java_options("3g", None).startswith(f"{serial} -XX:ArchiveClassesAtExit=")
     (folder / f"jvm-{key}-50.jsa").write_bytes(b"x" * 50)
-    assert jvm.java_options("3g", None) == f"-XX:SharedArchiveFile={folder / f'jvm-{key}-50.jsa'}"
+    assert jvm.java_options("3g", None) == f"{serial} -XX:SharedArchiveFile={folder / f'jvm-{key}-50.jsa'}"
     assert jvm._key("3g") != jvm._key("8g")  # another heap size, another archive
     os.chmod(folder / f"jvm-{key}-50.jsa", 0o666)  # others could have written it: never mapped
-    assert jvm.java_options("3g", None).startswith("-XX:ArchiveClassesAtExit=")
+    assert jvm.java_options("3g", None).startswith(f"{serial} -XX:ArchiveClassesAtExit=")
 
 
 def test_no_archive_in_a_folder_spark_would_split(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "my state"))
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "1")
-    assert jvm.java_options("3g", None) == ""
+    assert jvm.java_options("3g", None) == "-XX:+UseSerialGC"
 
 
 @pytest.mark.spark  # starts Spark in a subprocess

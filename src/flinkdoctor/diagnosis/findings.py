@@ -374,16 +374,35 @@ def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys
 def collect_evidence(
     events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
 ) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
-    """collect_findings and collect_catalogue_hits together: when both choose instances by aggregation, the events
-    they chose are read from the table once, in one job, each event once with its matches and hits (its text, most
-    of what the read costs, once for all the rules and entries that chose it), then split into the two details."""
+    """collect_findings and collect_catalogue_hits together, each event's text (most of what a read costs) read
+    once for all the rules and entries that want it: when the tasks counted few matches and few hits, one job
+    reads every event that holds either in detail (two jobs decoded every kept event's text twice: the JVM's
+    heap grew with the input under those pages); when both choose instances by aggregation, one job reads the
+    events they chose, each event once with its matches and hits. Either way the rows are then split into the
+    two details."""
+    from pyspark.sql import functions as F
+
+    if matched <= FEW and catalogued <= FEW:
+        if not matched and not catalogued:
+            return [], {}, []
+        held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
+        matches, hits = _in_detail(held)
+        counts: Counts = {}
+        for match in matches:
+            counts[match.bundle, match.rule] = counts.get((match.bundle, match.rule), 0) + 1
+        hit_counts: Counts = {}
+        for hit in hits:
+            hit_counts[hit.bundle, hit.entry] = hit_counts.get((hit.bundle, hit.entry), 0) + 1
+        return _findings(matches, blocks, manifest), counts, _hits_of(hits, hit_counts, blocks, manifest)
     if matched <= FEW or catalogued <= FEW:
         findings, counts = collect_findings(events, blocks, manifest, matched)
         return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
     rows, both = chosen_of_events(events, ("rule", "entry"))
     rule_rows, groups = _of_kind(rows, both, "rule")
     entry_rows, entry_groups = _of_kind(rows, both, "entry")
-    matches, hits = _chosen_in_detail(events, rows, rule_rows, entry_rows)
+    rules = {(r["sid"], r["block"], r["first_rel"], r["rule"]) for r in rule_rows}
+    entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
+    matches, hits = _in_detail(chosen_events_of(events, rows), rules, entries)
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in entry_groups}
     return (
         _findings(matches, blocks, manifest),
@@ -392,12 +411,16 @@ def collect_evidence(
     )
 
 
-def _chosen_in_detail(
-    events: DataFrame, rows: list[Keys], rule_rows: list[Keys], entry_rows: list[Keys]
+Chosen = set[tuple[int, int, int, str]]  # (sid, block, first_rel, rule or entry) of the instances wanted
+
+
+def _in_detail(
+    events: DataFrame, rules: Chosen | None = None, entries: Chosen | None = None
 ) -> tuple[list[Row], list[Row]]:
-    """The chosen matches and hits in detail, as match_events(detail=True) and catalogue_events(detail=True) give
-    them (a row per chosen (event, rule) match, per chosen (event, entry) hit, in the table's order), from one read
-    of the chosen events: per event its detail (entities, event text) once, and each match's and hit's line."""
+    """The events' matches and hits in detail, as match_events(detail=True) and catalogue_events(detail=True) give
+    them (a row per (event, rule) match, per (event, entry) hit, in the table's order), from one read of the
+    events: per event its detail (entities, event text) once, and each match's and hit's line. Only the matches
+    in `rules` and the hits in `entries` when given (the chosen instances), else all."""
     from pyspark.sql import Row
     from pyspark.sql import functions as F
 
@@ -406,7 +429,7 @@ def _chosen_in_detail(
 
     entities = [F.col(name) for name in ENTITIES]
     detailed = (
-        match_events_entities(chosen_events_of(events, rows))
+        match_events_entities(events)
         .select(
             "sid",
             "bundle",
@@ -434,8 +457,6 @@ def _chosen_in_detail(
         )
         .collect()
     )
-    rules = {(r["sid"], r["block"], r["first_rel"], r["rule"]) for r in rule_rows}
-    entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
     matches, hits = [], []
     for event in detailed:
         key = (event.sid, event.block, event.first_rel)
@@ -451,7 +472,7 @@ def _chosen_in_detail(
             "event_text": event.event_text,
         }
         for match in event.matches or ():
-            if (*key, match.rule) in rules:
+            if rules is None or (*key, match.rule) in rules:
                 found = {name: event[name] for name in ENTITIES}
                 matches.append(
                     Row(
@@ -464,7 +485,7 @@ def _chosen_in_detail(
                     )
                 )
         for entry in event.entries or ():
-            if (*key, entry.entry) in entries:
+            if entries is None or (*key, entry.entry) in entries:
                 hits.append(Row(**common, entry=entry.entry, idx=entry.idx, line_text=entry.line_text))
     return matches, hits
 
