@@ -86,3 +86,31 @@ def test_the_first_run_writes_the_archive_and_the_next_maps_it(tmp_path):
         assert archive.stat().st_size == int(archive.stem.rsplit("-", 1)[1]) > 10_000_000
         assert not list((tmp_path / "flinkdoctor").glob("_jvm-*"))  # nothing half-written left
     assert answers[0] == answers[1] == ["checkpoint-storage-slow-write"]
+
+
+def test_no_collector_of_ours_where_the_environment_chooses_one(tmp_path, monkeypatch):
+    """The JVM refuses to start with two collectors: one chosen in JAVA_TOOL_OPTIONS (or its kin) is left alone."""
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "0")
+    for name in ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"):
+        monkeypatch.setenv(name, "-Xss4m")
+        assert jvm.java_options("3g", None) == "-XX:+UseSerialGC"
+        monkeypatch.setenv(name, "-Xss4m -XX:+UseG1GC")
+        assert jvm.java_options("3g", None) == ""
+        monkeypatch.delenv(name)
+
+
+def test_the_users_own_driver_options_are_not_replaced(tmp_path, monkeypatch):
+    """Options of ours would replace the user's own from spark-defaults.conf or spark-submit's arguments."""
+    from flinkdoctor.runtime import spark
+
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    assert not spark._users_java_options()  # no spark-defaults.conf
+    (tmp_path / "spark-defaults.conf").write_text("# spark.driver.extraJavaOptions -XX:+UseZGC\nspark.master local\n")
+    assert not spark._users_java_options()
+    (tmp_path / "spark-defaults.conf").write_text("spark.master local\nspark.driver.extraJavaOptions  -XX:+UseZGC\n")
+    assert spark._users_java_options()
+    (tmp_path / "spark-defaults.conf").unlink()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options -Xss4m pyspark-shell")
+    assert spark._users_java_options()

@@ -93,3 +93,35 @@ def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
             if column != "orphan":  # (Parquet has no dictionary of booleans)
                 assert ("RLE_DICTIONARY" in encodings) == (column not in plain), column
         assert pq.read_table(path).to_pylist() == expected.to_pylist()
+
+
+def test_a_trigger_that_stamps_its_epoch_is_written_without_a_time(scanned):
+    """Spark's reduction times a trigger by the epoch it prints (`_reduced`): the task reads no time for it (its
+    row's time is null, as Spark's aggregate leaves it), and reads one for every other measure of the log."""
+    import pyarrow as pa
+
+    _, rows, _, _ = scanned
+    table = pa.concat_tables(rows).to_pylist()
+    triggers = [row for row in table if row["metric"] == 0]  # (metrics.yaml's first: the checkpoint trigger)
+    others = [row for row in table if row["metric"] != 0]
+    assert len(triggers) >= 4 and all(row["c_epoch_ms"] for row in triggers)
+    assert all(row["time"] is None for row in triggers)
+    assert others and all(row["time"] is not None for row in others)
+
+
+def test_the_columns_spark_filters_on_keep_their_statistics(scanned):
+    """Spark skips a task file's row groups by the min and max of the columns it filters on (sid and block for a
+    part's events, level for the WARN+ reads): those keep their statistics; the texts and lists, which no filter
+    reads by value, are written without."""
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.scan.scanner import UNSTATED_COLUMNS
+
+    _, _, work, _ = scanned
+    meta = pq.ParquetFile(work / "events" / "part-00000.parquet").metadata
+    group = meta.row_group(0)
+    stated = {
+        group.column(i).path_in_schema.split(".")[0] for i in range(meta.num_columns) if group.column(i).is_stats_set
+    }
+    assert {"sid", "block", "first_rel", "level", "ts"} <= stated
+    assert not stated & UNSTATED_COLUMNS

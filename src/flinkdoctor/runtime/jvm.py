@@ -16,7 +16,8 @@ compiler's threads compete with the Python tasks for the cores, and its code pay
 Measured on two cores: seed bundle 12.0 s against 14.0 s (no archive); 1 GiB 25-27 s against 28-30 s; but 8 GiB
 122 s against 111 s, where the JVM's own work (Parquet, the unexplained errors' regexes) is longer.
 
-Every session collects with the serial collector (SERIAL_GC). The JVM holds little between jobs (100-300 MB live
+Every session collects with the serial collector (SERIAL_GC), unless the environment's JVM options choose a
+collector (the JVM refuses two). The JVM holds little between jobs (100-300 MB live
 after a collection at 1 GiB and at 8 GiB), but its reads of the task files allocate fast: each Parquet page of
 the events' texts and messages decoded is a 1.0-1.2 MB array, a humongous object in G1's 2 MB regions, and G1
 answered the pauses of those bursts by growing its heap (to 1.4 GB at 1 GiB, 2 GB at 8 GiB: the JVM's peak grew
@@ -30,6 +31,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -44,8 +46,8 @@ STALE_S = 3600  # a temporary archive this old was left by a run that was killed
 
 
 def java_options(driver_memory: str, input_bytes: int | None) -> str:
-    """The driver JVM's options for a session flinkdoctor starts itself."""
-    options = [SERIAL_GC]
+    """The driver JVM's options for a session flinkdoctor starts itself ('' for none)."""
+    options = [] if _collector_chosen() else [SERIAL_GC]
     if input_bytes is not None and input_bytes < SHORT_RUN_BYTES:
         options.append("-XX:TieredStopAtLevel=1")
     wanted = os.environ.get("FLINKDOCTOR_JVM_ARCHIVE", "1") != "0" and _quotable(state_dir())
@@ -56,6 +58,14 @@ def java_options(driver_memory: str, input_bytes: int | None) -> str:
         elif (writing := _start_writing(key)) is not None:
             options.append(f"-XX:ArchiveClassesAtExit={writing}")
     return " ".join(options)
+
+
+def _collector_chosen() -> bool:
+    """Whether the environment's JVM options choose a collector: the JVM refuses to start with two."""
+    return any(
+        re.search(r"-XX:\+Use\w*GC\b", os.environ.get(name, ""))
+        for name in ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+    )
 
 
 def _quotable(folder: Path) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -58,7 +59,7 @@ def spark_session(
         builder = builder.master(master or "local[*]")
     conf = session_conf()
     starts_jvm = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
-    ours = starts_jvm and "spark.driver.extraJavaOptions" not in conf
+    ours = starts_jvm and "spark.driver.extraJavaOptions" not in conf and not _users_java_options()
     if ours and (options := java_options(conf["spark.driver.memory"], input_bytes)):
         conf["spark.driver.extraJavaOptions"] = options
     for key, value in conf.items():
@@ -147,6 +148,22 @@ def _python() -> str:
     import sys
 
     return sys.executable
+
+
+def _users_java_options() -> bool:
+    """Whether the user gave the driver JVM options elsewhere, which ours would replace: spark-submit's arguments,
+    or spark-defaults.conf (Spark's launcher reads it from SPARK_CONF_DIR, else SPARK_HOME/conf)."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    submit = _submit_conf()
+    if "spark.driver.extraJavaOptions" in submit or "--driver-java-options" in submit:
+        return True
+    folder = Path(os.environ.get("SPARK_CONF_DIR") or Path(_find_spark_home()) / "conf")
+    try:
+        text = (folder / "spark-defaults.conf").read_text(errors="replace")
+    except OSError:
+        return False
+    return re.search(r"(?m)^[ \t]*spark\.driver\.extraJavaOptions[ \t=:]", text) is not None
 
 
 def _submit_conf() -> str:

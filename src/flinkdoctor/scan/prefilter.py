@@ -219,7 +219,12 @@ def _scan_re2(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_en
         which.append(np.full(len(hit), number, dtype=np.int64))
         event.append(hit)
     empty = np.zeros(0, dtype=np.int64)
-    return _hits(len(begin), np.concatenate([empty, *which]), np.concatenate([empty, *event]), np.array(sorted(words)))
+    return _hits(
+        len(begin),
+        np.concatenate([empty, *which]),
+        np.concatenate([empty, *event]),
+        np.array(sorted(words), dtype=np.int64),
+    )
 
 
 def database(prefilter: Prefilter) -> hyperscan.Database | None:
