@@ -173,11 +173,12 @@ def run(
 
 
 def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch without its measure-only events: measured, but matching no rule and no catalogue entry, below
-    WARN level and standing for no group of repeated warnings. Nothing reads their events row: the analytics, the
-    fleet's log spans and the few measures read their measured rows (measured.py), the findings read matches and
-    catalogue hits, the unexplained errors the WARN+ events. A long run's JobManager log is mostly such lines, a
-    trigger and a completion per checkpoint: each written once, not twice."""
+    """The batch without its measure-only events: one line, measured, but matching no rule and no catalogue entry,
+    below WARN level and standing for no group of repeated warnings. Nothing reads their events row: the analytics,
+    the fleet's log spans and the few measures read their measured rows (measured.py), the findings read matches
+    and catalogue hits, the unexplained errors the WARN+ events. A long run's JobManager log is mostly such lines,
+    a trigger and a completion per checkpoint: each written once, not twice. An event of more lines keeps its row:
+    its other lines are in no measured row (a start-up block of configuration lines and the script's own)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -187,7 +188,10 @@ def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     warned = pc.fill_null(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS))), False)
     measure_only = pc.and_(
         pc.and_(pc.invert(empty("measures")), pc.and_(empty("matches"), empty("entries"))),
-        pc.and_(pc.invert(warned), pc.equal(batch.column("repeats"), 1)),
+        pc.and_(
+            pc.and_(pc.invert(warned), pc.equal(batch.column("repeats"), 1)),
+            pc.equal(batch.column("last_rel"), batch.column("first_rel")),
+        ),
     )
     if not pc.any(measure_only).as_py():
         return batch
