@@ -337,3 +337,31 @@ def test_an_older_lake_still_reads(tmp_path):
         {"bundle_id": "a", "log_start": None, "log_end": None, "run": "20261101T000000Z"},
         {"bundle_id": "b", "log_start": start, "log_end": None, "run": "20261102T000000Z"},
     ]
+
+
+def test_a_bundles_log_span_counts_the_lines_only_a_metric_measures(spark, rules, tmp_path):
+    """A bundle's log start and end are its kept events' first and last times, the lines only a metric measures
+    included (a JobManager log's first lines are configuration properties, its last often a checkpoint's; the
+    scan writes them only as measured rows): a real lab run's span is the one of a scan that wrote every such
+    event to its table, and not the table's alone."""
+    from pyspark.sql import functions as F
+
+    from conftest import DATA
+    from flinkdoctor.analytics.metrics import load_metrics, measured_rows
+    from flinkdoctor.fleet.run import _spans
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
+    manifest = ingest([DATA / "lab" / "1.20.3" / "healthy.tar.gz"], tmp_path / "in")
+    owner = {source.id: "b" for source in manifest.sources}
+    rows = build_events(
+        spark, manifest, tmp_path / "rows", matcher.prefilter, matcher=matcher, measured=measured_rows(metrics)
+    )
+    every = build_events(spark, manifest, tmp_path / "every", matcher.prefilter, matcher=matcher)
+    span = _spans(spark, rows, owner)
+    assert span == _spans(spark, every, owner) and span["b"][0] < span["b"][1]
+    table = rows.table(spark).agg(F.min("time").alias("a"), F.max("time").alias("b")).first()
+    assert (table["a"], table["b"]) != span["b"]  # (the events table alone would move it)

@@ -191,10 +191,13 @@ def test_the_tasks_rows_are_the_rows_spark_writes(spark, rules, tmp_path, monkey
         mine = pa.concat_tables([file.read() for file in scanned.files]).sort_by([(k, "ascending") for k in keys])
         by_tasks = extract(table, metrics, events.blocks, manifest, lines, stored=events)
         by_tasks_texts = by_tasks.texts.read(by_tasks.checkpoints.c_row)
-        spark_events = m.EventsResult(events.path, events.blocks, events.stats, events.times)  # (no rows of theirs)
-        by_spark = extract(table, metrics, events.blocks, manifest, lines, stored=spark_events)
+        # Spark's rows from a scan that wrote none (its events table holds every measured event)
+        spark_events = build_events(spark, manifest, tmp_path / f"spark-{name}", matcher.prefilter, matcher=matcher)
+        by_spark = extract(spark_events.table(spark), metrics, events.blocks, manifest, lines, stored=spark_events)
         theirs = pa.concat_tables([file.read() for file in by_spark.texts.files])
         theirs = theirs.sort_by([(k, "ascending") for k in keys])
+        assert mine.column("ts").null_count < mine.num_rows  # (the lines' raw times where no time: for Spark)
+        mine = mine.drop_columns(["ts"])
         assert mine.schema == theirs.schema.remove_metadata(), name
         for column in mine.schema.names:
             assert mine.column(column).to_pylist() == theirs.column(column).to_pylist(), (name, column)
@@ -237,6 +240,67 @@ def test_a_time_left_to_spark_has_spark_write_the_file(spark, rules, tmp_path, m
     assert len(found.checkpoints.c_time) >= 3 and not found.checkpoints.c_time.astype("int64").min() < 0
     first = [f.read() for f in found.texts.files][0]
     assert b"org.apache.spark.version" in (first.schema.metadata or {})  # the file Spark wrote
+    # from the tasks' rows (the events table lacks the lines only a metric measures): what Spark gives from a scan
+    # that wrote no rows, every measured event in its table, the triggers' and completions' columns and the rest
+    reference = build_events(
+        spark, manifest, tmp_path / "reference", matcher.prefilter, timezone="Asia/Shanghai", matcher=matcher
+    )
+    theirs = extract(reference.table(spark), metrics, reference.blocks, manifest, lines, stored=reference)
+    assert sorted(found, key=repr) == sorted(theirs, key=repr) and len(found) >= 10
+    mine_c, theirs_c = found.checkpoints, theirs.checkpoints
+    for field in ("t_job", "t_number", "t_time", "t_at", "c_job", "c_number", "c_time", "c_duration", "c_line"):
+        assert getattr(mine_c, field).tobytes() == getattr(theirs_c, field).tobytes(), field
+    assert found.texts.read(mine_c.c_row) == theirs.texts.read(theirs_c.c_row)
+    assert reference.stats["events"] == events.stats["events"] and reference.measured is None
+
+
+def _without_trigger_texts(found):
+    """The measures, a trigger's text left out: the tasks' rows keep none (it gives only its time and captures,
+    and no reader shows it)."""
+    import dataclasses
+
+    return sorted(
+        (dataclasses.replace(m, text=None) if m.measures == "checkpoint-trigger" else m for m in found), key=repr
+    )
+
+
+def test_the_few_measures_are_read_from_the_tasks_rows(spark, rules, tmp_path, monkeypatch):
+    """A run of few measured lines reads them whole from the tasks' rows, each with its line's time (a trigger's
+    too, from its raw `ts`, parsed by Spark), its captures in its regex's order and its text: the measures a scan
+    that wrote no rows gives from its events table, on real lab runs, with the times the task reads and with every
+    time left to Spark (--timezone). The analysis is the same."""
+    from flinkdoctor.analytics import analyse, extract, load_metrics
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.scan.events import build_events
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.sources.ingest import ingest
+
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
+    for name, zone in (("healthy", "UTC"), ("checkpoint-timeout", "UTC"), ("healthy", "Asia/Shanghai")):
+        work = tmp_path / f"{name}-{zone.replace('/', '-')}"
+        manifest = ingest([LAB / "1.20.3" / f"{name}.tar.gz"], work / "in")
+        events = build_events(
+            spark,
+            manifest,
+            work / "rows",
+            matcher.prefilter,
+            timezone=zone,
+            matcher=matcher,
+            measured=m.measured_rows(metrics),
+        )
+        reference = build_events(spark, manifest, work / "table", matcher.prefilter, timezone=zone, matcher=matcher)
+        lines = events.stats["measured"]
+        assert 0 < lines <= m.FEW and reference.stats["measured"] == lines
+        found = extract(events.table(spark), metrics, events.blocks, manifest, lines, stored=events)
+        theirs = extract(reference.table(spark), metrics, reference.blocks, manifest, lines, stored=reference)
+        assert len(found) == lines and found.checkpoints is None
+        assert _without_trigger_texts(found) == _without_trigger_texts(theirs), (name, zone)
+        assert sorted(repr(list(x.captures.items())) for x in found) == sorted(
+            repr(list(x.captures.items())) for x in theirs
+        )
+        assert any(x.measures == "checkpoint-trigger" and x.time for x in found)
+        assert analyse(found, manifest, None) == analyse(theirs, manifest, None), (name, zone)
 
 
 def test_a_fixed_time_is_the_calendars():

@@ -85,8 +85,9 @@ def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
 
     batches, rows, work, _ = scanned
     assert rows and batches
+    events = pa.Table.from_batches([scanner._events_rows(batch) for batch in batches])  # (test below)
     for path, plain, expected in (
-        (work / "events" / "part-00000.parquet", scanner.PLAIN_COLUMNS, pa.Table.from_batches(batches)),
+        (work / "events" / "part-00000.parquet", scanner.PLAIN_COLUMNS, events),
         (work / "measures" / "part-00000.parquet", measured.PLAIN_COLUMNS, pa.concat_tables(rows)),
     ):
         for column, encodings in _encodings(path).items():
@@ -125,3 +126,43 @@ def test_the_columns_spark_filters_on_keep_their_statistics(scanned):
     }
     assert {"sid", "block", "first_rel", "level", "ts"} <= stated
     assert not stated & UNSTATED_COLUMNS
+
+
+def test_an_event_only_a_metric_measures_is_written_only_as_its_measured_rows(scanned):
+    """Of the events the task kept, those of one line only a metric measures (below WARN, no rule's match, no
+    catalogue hit, no group of repeated warnings: here the checkpoints' triggers and completions and configuration
+    lines) have no events row, and all their measures as rows; every other kept event has its events row, a
+    measured event of more lines too (its other lines are in no measured row). A measured row without a time (a
+    trigger stamping its epoch) keeps its event's raw time (`ts`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.scan.headers import WARN_WORDS
+
+    batches, _, work, _ = scanned
+    kept = pa.Table.from_batches(batches).to_pylist()
+    written = {(r["block"], r["first_rel"]) for r in pq.read_table(work / "events" / "part-00000.parquet").to_pylist()}
+    rows = pq.read_table(work / "measures" / "part-00000.parquet").to_pylist()
+    measured: dict[tuple[int, int], list[dict]] = {}
+    for row in rows:
+        measured.setdefault((row["block"], row["first_rel"]), []).append(row)
+    only = [
+        e
+        for e in kept
+        if e["measures"] and not e["matches"] and not e["entries"] and e["level"] not in WARN_WORDS
+        if e["repeats"] == 1 and e["last_rel"] == e["first_rel"]
+    ]
+    assert len(only) >= 20 and len(kept) > len(only)  # (each checkpoint's two lines; others)
+    assert any(
+        e["measures"] and e["last_rel"] > e["first_rel"] and (e["block"], e["first_rel"]) in written for e in kept
+    )
+    for event in kept:
+        key = (event["block"], event["first_rel"])
+        assert (key in written) == (event not in only), key
+        if event in only:
+            assert [(m["metric"], m["idx"]) for m in event["measures"]] == [
+                (r["metric"], r["idx"]) for r in measured[key]
+            ]
+            assert all(r["ts"] == (event["ts"] if r["time"] is None else None) for r in measured[key]), key
+    assert len(written) == len(kept) - len(only)
+    assert any(r["time"] is None and r["ts"] for r in rows)  # (the triggers: their line's time found from `ts`)

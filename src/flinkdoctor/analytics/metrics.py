@@ -9,6 +9,8 @@ line per checkpoint.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -112,7 +114,8 @@ def extract(
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
     cost of a first aggregation in a fresh JVM). `stored`, the events table as the scan wrote it (its raw times):
     a line's time is then parsed only for the lines whose time is read; the scan tasks may have written the
-    measures' rows themselves (`measured_rows`), which are then read as they are."""
+    measures' rows themselves (`measured_rows`), which are then read as they are, and are then the only place
+    of the lines only a metric measures (scanner._events_rows): every path reads them there (_measured)."""
 
     import pyarrow as pa
 
@@ -120,14 +123,16 @@ def extract(
         return Measured()
     many = texts = None
     if measured is not None and measured <= FEW:
-        table = _measured(events).select("sid", "block", "first_rel", "time", "host", "m.*").toArrow()
+        frame, time = _measured(events, stored)
+        with _nanoseconds_read(events.sparkSession, stored):
+            table = frame.select("sid", "block", "first_rel", time.alias("time"), "host", "m.*").toArrow()
     else:
         texts = _scanned(stored, measured)
         if texts is not None:  # the rows the scan tasks wrote: no Spark job
             table, many = _read_split(texts, metrics, blocks, manifest)
         else:
             frame = _reduced(events, metrics, stored)
-            table, many, texts = _through_parquet(frame, events, metrics, blocks, manifest)
+            table, many, texts = _through_parquet(frame, events, metrics, blocks, manifest, stored)
         at = table.schema.get_field_index("line")  # the few other rows' lines, read back from the file
         table = table.drop_columns(["line"]).add_column(at, "line", pa.array(texts.read(table.column("line"))))
     offsets = block_offsets(blocks)
@@ -146,12 +151,20 @@ def extract(
                 time,
                 host or source.host,
                 line,
-                dict(captures or ()),
+                _in_group_order(metric, captures),
                 job,
             )
         )
     found.sort(key=lambda m: (m.sid, m.line))
     return found
+
+
+def _in_group_order(metric: Metric, captures) -> dict[str, str]:
+    """A measure's captures as a dict, in the order of its regex's groups, as the scan gives them (the tasks'
+    rows give a trigger's and a completion's as columns: CAPTURED's order)."""
+    found = dict(captures or ())
+    order = metric.pattern.groupindex
+    return dict(sorted(found.items(), key=lambda item: order.get(item[0], len(order))))
 
 
 class Measured(list):
@@ -318,7 +331,9 @@ def _scanned(stored: EventsResult | None, measured: int | None) -> Texts | None:
     return texts
 
 
-def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
+def _through_parquet(
+    frame, events, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest, stored: EventsResult | None
+):
     """(the rows of other kinds, the triggers and completions as columns (_split_columnar), the file's Texts):
     the frame written by Spark beside the events table and read here by pyarrow, a batch at a time, each batch
     split as it is read: a long run measures millions of checkpoints, which collected through the driver's JVM
@@ -329,8 +344,9 @@ def _through_parquet(frame, events, metrics: tuple[Metric, ...], blocks: dict, m
 
     first = min(events.inputFiles())
     folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder
-    out = folder[: folder.rstrip("/").rfind("/")] + "/measures.parquet"
-    frame.write.mode("overwrite").option("parquet.block.size", ROW_GROUP_BYTES).parquet(out)
+    out = folder[: folder.rstrip("/").rfind("/")] + "/measures-by-spark.parquet"  # (beside the tasks' rows)
+    with _nanoseconds_read(events.sparkSession, stored):
+        frame.write.mode("overwrite").option("parquet.block.size", ROW_GROUP_BYTES).parquet(out)
     filesystem, path = filesystem_of(out.removeprefix("file://") if out.startswith("file:///") else out)
     texts = Texts(filesystem, path)
     return (*_read_split(texts, metrics, blocks, manifest), texts)
@@ -346,7 +362,7 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
     from .columns import Builder, give_back
 
     schema = texts.files[0].schema_arrow  # (Spark writes a file even for no rows)
-    columns = [c for c in schema.names if c != "line"]
+    columns = [c for c in schema.names if c not in ("line", "ts")]  # (`ts`: the tasks' rows', for Spark)
     at, known = schema.names.index("line"), (metrics, blocks, manifest)
     kinds = [metric.measures for metric in metrics]
     counts = np.zeros(len(kinds), dtype=np.int64)  # per metric: the columns are made once at their size (Builder)
@@ -569,11 +585,9 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
     A line's time is parsed from its raw text by its layout's pattern, the costliest part of a row; a trigger
     that stamps its own epoch (every Flink trigger line) needs none. With `stored` the rows are read from the
     scan's own table and each time parsed after the explode, where it is read (events.table parses every
-    event's before).
+    event's before), or from the rows the tasks wrote, where they left a time (_measured).
     """
     from pyspark.sql import functions as F
-
-    from ..scan.events import parsed_time
 
     kind = F.create_map(*[F.lit(x) for n, m in enumerate(metrics) for x in (n, m.measures)])[F.col("m.metric")]
     captures = F.col("m.captures")
@@ -590,7 +604,7 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
     )
     group = F.concat_ws("\0", F.col("bundle").cast("string"), group)  # bundles diagnosed together stay apart
     sid, block, line = F.col("sid").cast("long"), F.col("block").cast("long"), (F.col("first_rel") + F.col("m.idx"))
-    line_time = parsed_time(stored.times) if stored is not None else F.col("time")
+    measured, line_time = _measured(events, stored)
     first = F.when(kind == "config-property", F.coalesce(F.unix_micros(line_time), F.lit(-(2**63))))
     first = first.when(kind.isin(*CHECKPOINT_KINDS, "storage-close"), captures["duration_ms"].isNull().cast("long"))
     last = kind == "checkpoint-trigger"  # the last line: file order reversed
@@ -624,7 +638,6 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
             for key in CAPTURED
         ],
     )
-    measured = _measured(events, stored)
     if WRITTEN is None or {m.measures for m in metrics} <= set(WRITTEN):  # every row written, none reduced here
         return measured.select(row.alias("r")).select("r.*")
     written = kind.isin(*WRITTEN)
@@ -635,15 +648,82 @@ def _reduced(events, metrics: tuple[Metric, ...], stored: EventsResult | None = 
 
 
 def _measured(events, stored: EventsResult | None = None):
-    """One row per measured line: where its event is, and the measure as `m`; its time, or with `stored` (the
-    scan's own table) the raw time `ts`, parsed later for the rows that read it."""
+    """(one row per measured line: where its event is, its time and the measure as `m`; the line's time as a
+    column of it). From the rows the scan tasks wrote, when they did (`stored.measured`): the events table does
+    not hold the events only a metric measures (scanner._events_rows). Else from the events table: its time, or
+    with `stored` (the scan's own table) the raw `ts`, parsed where it is read."""
     from pyspark.sql import functions as F
 
+    from ..scan.events import parsed_time
     from ..scan.scanner import STORED_SCHEMA
 
-    when = "time"
+    if stored is not None and stored.measured is not None:
+        return _task_rows(events.sparkSession, stored), F.col("time")
+    when, time = "time", F.col("time")
     if stored is not None:
-        events, when = events.sparkSession.read.schema(STORED_SCHEMA).parquet(stored.path), "ts"
-    return events.where(F.size("measures") > 0).select(
+        events = events.sparkSession.read.schema(STORED_SCHEMA).parquet(stored.path)
+        when, time = "ts", parsed_time(stored.times)
+    frame = events.where(F.size("measures") > 0).select(
         "sid", "bundle", "block", "first_rel", when, "host", F.explode("measures").alias("m")
     )
+    return frame, time
+
+
+def _task_rows(spark, stored: EventsResult):
+    """The rows the scan tasks wrote (scan/measured.py) as `_measured` gives them: each line's time, the tasks' or,
+    where they left it (its raw `ts` kept), parsed here; the triggers' and completions' captures, which the tasks
+    wrote as columns, as a map again. Read under `_nanoseconds_read`."""
+    from pyspark.sql import functions as F
+
+    from ..scan.events import parsed_time
+
+    rows = spark.read.schema(TASK_ROWS).parquet(stored.measured)
+    entries = F.array(*[F.struct(F.lit(key).alias("k"), F.col(f"c_{key}").alias("v")) for key in CAPTURED])
+    columns = F.map_from_entries(F.filter(entries, lambda entry: entry["v"].isNotNull()))
+    time = F.coalesce(F.expr("timestamp_micros(time div 1000)"), parsed_time(stored.times))
+    measure = F.struct("metric", "idx", "line", F.coalesce("captures", columns).alias("captures"), "job")
+    return rows.select("sid", "bundle", "block", "first_rel", time.alias("time"), "host", measure.alias("m"))
+
+
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+# the tasks' rows (scan/measured.py's `schema` of CAPTURED), their times as Spark reads Arrow's nanoseconds
+TASK_ROWS = (
+    "sid int, bundle int, block long, first_rel long, time long, host string, metric int, idx int, line string, "
+    "captures map<string, string>, job string, " + ", ".join(f"c_{key} string" for key in CAPTURED) + ", ts string"
+)
+
+
+def measured_spans(spark, stored: EventsResult) -> dict[int, tuple[datetime, datetime]]:
+    """Per source, the first and last time of its measured lines, as the rows the scan tasks wrote give them
+    (none when they wrote none): with the events table's, the times of every kept event (scanner._events_rows)."""
+    from pyspark.sql import functions as F
+
+    if stored.measured is None:
+        return {}
+    with _nanoseconds_read(spark, stored):
+        rows = (
+            _task_rows(spark, stored)
+            .groupBy("sid")
+            .agg(F.min("time").alias("a"), F.max("time").alias("b"))
+            .where(F.col("a").isNotNull())
+            .collect()
+        )
+    return {row["sid"]: (row["a"], row["b"]) for row in rows}
+
+
+@contextmanager
+def _nanoseconds_read(spark, stored: EventsResult | None) -> Iterator[None]:
+    """Spark reads the tasks' rows' times (Arrow's nanoseconds, which Spark reads only as numbers) while a job on
+    them runs (`_task_rows` makes them times again); the session's setting is restored after."""
+    if stored is None or stored.measured is None:
+        yield
+        return
+    before = spark.conf.get(NANOS_AS_LONG, None)
+    spark.conf.set(NANOS_AS_LONG, "true")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(NANOS_AS_LONG)
+        else:
+            spark.conf.set(NANOS_AS_LONG, before)

@@ -5,15 +5,18 @@ started, e.g. run=20261123T081500Z), readable by Spark, DuckDB, pandas or pyarro
                duplicate with the reason, verdict, Flink version, line counts, the time range of its findings
                (first_time, last_time) and of its logs (log_start, log_end: its kept events), and the
                infrastructure it ran on (hosts, storage authorities, ZooKeeper quorums, Kafka brokers)
-    events     the events kept for matching (those holding some rule's literals), with the bundle, source
-               path and file line numbers; text masked as in every flinkdoctor output
+    events     the events kept for matching (those some rule or catalogue entry can match) and the WARN+
+               events, with the bundle, source path and file line numbers; text masked as in every flinkdoctor
+               output. Not the lines only a metric measures (a checkpoint's trigger or completion): the scan
+               writes those only as measured rows (scan/scanner.py `_events_rows`), which the lake does not keep
     findings   the matched evidence: per bundle and rule its exact count and up to 40 earliest and 40 latest
                instances, with time, host, job id, storage authority and the line
     diagnoses  the root causes of each bundle, ranked as `diagnose` ranks them
 
 The DDL strings below are the schema; README (Fleet) shows queries. Columns are only ever added, so a lake written
 by an older flinkdoctor still reads: its runs show the newer columns as null (`read` and `query` merge the
-schemas of every run). History: 1, the first lake; 2, bundles.log_start and log_end.
+schemas of every run). History: 1, the first lake; 2, bundles.log_start and log_end; 3, events without the lines
+only a metric measures (same columns; log_start and log_end still count their times).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from datetime import timezone as tz
 from pathlib import Path
 
 from ..analytics import analytics_rules
+from ..analytics.metrics import measured_spans
 from ..diagnosis.findings import Finding
 from ..errors import FlinkdoctorError
 from ..knowledge.rulebook import Rule
@@ -199,15 +200,17 @@ def _write(
 
 def _spans(spark, events, owner: dict[int, str]) -> dict[str, tuple]:
     """Per bundle, the first and last time of its kept events: when its logs say it ran (the incident detector
-    counts the jobs running on a resource during a window). One small aggregation: a row per source."""
+    counts the jobs running on a resource during a window). Small aggregations: a row per source, of the events
+    table and of the measured rows (an event only a metric measures is kept there only: scanner._events_rows)."""
     from pyspark.sql import functions as F
 
+    table = events.table(spark).groupBy("sid").agg(F.min("time").alias("a"), F.max("time").alias("b")).collect()
+    found = [(row["sid"], row["a"], row["b"]) for row in table if row["a"] is not None]
+    found += [(sid, *span) for sid, span in measured_spans(spark, events).items()]
     spans: dict[str, tuple] = {}
-    for row in events.table(spark).groupBy("sid").agg(F.min("time").alias("a"), F.max("time").alias("b")).collect():
-        if row["a"] is None:
-            continue
-        old = spans.get(owner[row["sid"]], (row["a"], row["b"]))
-        spans[owner[row["sid"]]] = (min(old[0], row["a"]), max(old[1], row["b"]))
+    for sid, first, last in found:
+        old = spans.get(owner[sid], (first, last))
+        spans[owner[sid]] = (min(old[0], first), max(old[1], last))
     return spans
 
 

@@ -13,7 +13,12 @@ where the answer is certain to be Spark's: a layout whose pattern is fixed-width
 session and a --timezone of UTC. Any other row that needs a time (another pattern, a year from the bundle, a
 zone to shift from, a month 13, a Unicode digit, a tab), and any trigger whose own epoch or number Spark's cast
 might read otherwise than the digits say, is counted as left (`LEFT`, in the file's metadata); when a run leaves
-any, the driver has Spark write the file instead, as before. A null `ts` is a null time wherever it is.
+any, the driver has Spark write the file instead, from these rows. A null `ts` is a null time wherever it is.
+
+A row without a time keeps its event's raw `ts` (a trigger that stamps its own epoch, a time left to Spark): the
+events table does not hold an event that only a metric measures (scanner.py), so its line's time is read from here
+when Spark parses the times left, the few measures are read whole, and a fleet bundle's log start and end are
+found (fleet/run.py).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ LEFT = b"flinkdoctor.times_left"  # the file's metadata: rows whose time (or sta
 ROW_GROUP_BYTES = 32 << 20  # rows' Arrow bytes per row group (metrics.Texts reads a group's lines to show one)
 LONG_DIGITS = 18  # ASCII digits Spark's cast reads into a long, surely
 YEARS = (1700, 2261)  # the years a time is read in (nanoseconds since 1970 in an int64: 1677-2262)
-PLAIN_COLUMNS = frozenset(("first_rel", "time", "c_checkpoint", "c_epoch_ms"))  # short, (nearly) distinct values
+PLAIN_COLUMNS = frozenset(("first_rel", "time", "c_checkpoint", "c_epoch_ms", "ts"))  # short, (nearly) distinct values
 FIELDS = {"yyyy": "year", "MM": "month", "dd": "day", "HH": "hour", "mm": "minute", "ss": "second", "SSS": "milli"}
 
 
@@ -78,6 +83,7 @@ def schema(captured: tuple[str, ...]) -> pa.Schema:
             ("captures", pa.map_(pa.string(), pa.string())),
             ("job", pa.string()),
             *[(f"c_{key}", pa.string()) for key in captured],
+            ("ts", pa.string()),  # the event's raw time, where `time` is none (see the module's docstring)
         ]
     )
 
@@ -105,7 +111,8 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
     n = len(measure)
     time = np.full(n, np.datetime64("NaT", "ns"))
     left = unsure.copy()
-    read, undecided = _times(batch.column("ts").take(parent.take(pa.array(timed))), layout, spec)
+    ts = batch.column("ts").take(parent)
+    read, undecided = _times(ts.take(pa.array(timed)), layout, spec)
     time[timed] = read
     left[timed] |= undecided
     columns = [
@@ -124,6 +131,7 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
             _null_where(values.cast(pa.string()), ~columnar | (trigger & (key in spec.untimed)))
             for key, values in captured.items()
         ],
+        _null_where(ts, ~np.isnat(time)),
     ]
     return pa.Table.from_arrays(columns, schema=schema(spec.captured)), int(np.count_nonzero(left))
 

@@ -13,7 +13,8 @@ match (prefilter.py), the headers' level words and the events the masks' trigger
 plus the events at WARN level or above, get their text cut out; secrets in it are masked (masking.py, on the events
 the pass found the trigger in), their header fields are taken by RE2 over all of them at once (re2.py), the rules
 are matched on them (matcher.py) and the metrics measured (measure.py).
-Every other event is only counted.
+Every other event is only counted. When the task writes the measures as rows of their own (measured.py), an event
+kept only because a metric measures it is written only as those rows (_events_rows).
 
 A row that starts with staging.PIECE continues an over-long line: it starts an event of its own, without a
 header, but no new line, so line numbers and `lines` stay those of the file.
@@ -148,7 +149,8 @@ def run(
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
     or their `part_rows`). The task writes their events to one Parquet file of its own under `out_dir`, and
     hands Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event
-    text crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py)."""
+    text crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
+    an event kept only for its measures only as those rows (_events_rows)."""
     for batch in batches:
         for task in batch.column(0).to_pylist():
             stats: list[PartStats] = []
@@ -162,11 +164,38 @@ def run(
                     for out in scan_parts(joined, prefilter, matcher):
                         if isinstance(out, PartStats):
                             stats.append(out)
-                        else:
+                        elif rows is None:
                             written.write(out)
-                            if rows is not None:
-                                rows.write(out, joined[0].layout)
+                        else:
+                            rows.write(out, joined[0].layout)
+                            written.write(_events_rows(out))
             yield _stats(stats)
+
+
+def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch without its measure-only events: one line, measured, but matching no rule and no catalogue entry,
+    below WARN level and standing for no group of repeated warnings. Nothing reads their events row: the analytics,
+    the fleet's log spans and the few measures read their measured rows (measured.py), the findings read matches
+    and catalogue hits, the unexplained errors the WARN+ events. A long run's JobManager log is mostly such lines,
+    a trigger and a completion per checkpoint: each written once, not twice. An event of more lines keeps its row:
+    its other lines are in no measured row (a start-up block of configuration lines and the script's own)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def empty(column: str) -> pa.Array:
+        return pc.equal(pc.list_value_length(batch.column(column)), 0)
+
+    warned = pc.fill_null(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS))), False)
+    measure_only = pc.and_(
+        pc.and_(pc.invert(empty("measures")), pc.and_(empty("matches"), empty("entries"))),
+        pc.and_(
+            pc.and_(pc.invert(warned), pc.equal(batch.column("repeats"), 1)),
+            pc.equal(batch.column("last_rel"), batch.column("first_rel")),
+        ),
+    )
+    if not pc.any(measure_only).as_py():
+        return batch
+    return batch.filter(pc.invert(measure_only))
 
 
 @contextmanager
