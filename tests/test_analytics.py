@@ -283,7 +283,9 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
     metrics = load_metrics()
     matcher = build_matcher(rules, tuple(m.line for m in metrics))
 
-    def bits(values):  # numbers, times and nan/NaT compared as they are stored
+    def bits(values):  # numbers, times and nan/NaT compared as they are stored (a float as its float64's bits)
+        if values.dtype.kind == "f":
+            values = values.astype(np.float64)
         return values.view(np.int64).tolist() if values.dtype.kind in "fM" else values.tolist()
 
     for name, given in (("twice", tmp_path / "twice"), ("expiring", LAB / "2.1.1" / "checkpoint-timeout.tar.gz")):
@@ -1033,9 +1035,10 @@ def test_the_driver_keeps_the_line_of_each_checkpoint_sparks_aggregate_kept(tmp_
 
 
 def test_a_long_runs_columns_keep_numbers_only(tmp_path):
-    """A long run's triggers and completions are read into the few fixed-width columns the analysis reads (a
-    trigger 32 bytes, a completion 60, however long its line): no Arrow table of every captured field, no text,
-    and the analysis of those columns is the one of the same lines held whole."""
+    """A long run's triggers and completions are read into the few fixed-width columns the analysis reads, as
+    compact as their values allow (columns.Held; here a trigger 20 bytes, a completion 24, however long its line):
+    no Arrow table of every captured field, no text, and the analysis of those columns is the one of the same
+    lines held whole."""
     import numpy as np
     import pyarrow.parquet as pq
     from pyarrow import fs
@@ -1052,7 +1055,9 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
     columns = Columns.of_table(held.set_column(held.schema.get_field_index("text"), "text", [list(range(1000))]))
     for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
         assert isinstance(getattr(columns, name), np.ndarray) and getattr(columns, name).dtype != object, name
-    assert columns.text is None and columns.nbytes == 500 * 32 + 500 * 60
+    # one job, file, host and size: each one value, no array; numbers, lines and rows in 4 bytes, the durations
+    # (whole milliseconds) in float32, the times in 8
+    assert columns.text is None and columns.nbytes == 500 * (4 + 8 + 8) + 500 * (4 + 8 + 4 + 4 + 4)
     stored, whole = Measured(), Measured()
     stored.checkpoints, stored.texts = columns, Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
     whole.checkpoints = held
@@ -1475,17 +1480,17 @@ def test_the_rows_that_may_share_a_checkpoint_are_found_a_slice_at_a_time(monkey
         for side in ("t", "c"):
             job = rng.integers(0, 3, rows).astype(np.int32)
             number = rng.choice(np.array([-1, 1, 2, 5, 9, 2**62 + 3, *range(100, 100 + rows)]), rows)
-            getattr(builder._made, f"{side}_job")[:] = job
-            getattr(builder._made, f"{side}_number")[:] = number
+            builder._held[f"{side}_job"].put(0, job)
+            builder._held[f"{side}_number"].put(0, number)
         builder._filled = [rows, rows]
         found = builder.shared()
         for side in ("t", "c"):
-            job, number = getattr(builder._made, f"{side}_job"), getattr(builder._made, f"{side}_number")
+            job, number = builder._held[f"{side}_job"].view(), builder._held[f"{side}_number"].view()
             expected = reference(job, number)
             assert found.get(side, np.zeros(0, np.int64)).tolist() == expected.tolist(), (rows, side)
     once = co.Builder(50, 50)
     for side in ("t", "c"):
-        getattr(once._made, f"{side}_job")[:] = np.repeat(np.arange(5, dtype=np.int32), 10)
-        getattr(once._made, f"{side}_number")[:] = np.tile(np.arange(1, 20, 2), 5)
+        once._held[f"{side}_job"].put(0, np.repeat(np.arange(5, dtype=np.int32), 10))
+        once._held[f"{side}_number"].put(0, np.tile(np.arange(1, 20, 2), 5))
     once._filled = [50, 50]
     assert once.shared() == {}
