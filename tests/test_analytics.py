@@ -283,7 +283,9 @@ def test_the_driver_reduces_triggers_and_completions_as_spark_did(spark, rules, 
     metrics = load_metrics()
     matcher = build_matcher(rules, tuple(m.line for m in metrics))
 
-    def bits(values):  # numbers, times and nan/NaT compared as they are stored
+    def bits(values):  # numbers, times and nan/NaT compared as they are stored (a float as its float64's bits)
+        if values.dtype.kind == "f":
+            values = values.astype(np.float64)
         return values.view(np.int64).tolist() if values.dtype.kind in "fM" else values.tolist()
 
     for name, given in (("twice", tmp_path / "twice"), ("expiring", LAB / "2.1.1" / "checkpoint-timeout.tar.gz")):
@@ -1033,9 +1035,10 @@ def test_the_driver_keeps_the_line_of_each_checkpoint_sparks_aggregate_kept(tmp_
 
 
 def test_a_long_runs_columns_keep_numbers_only(tmp_path):
-    """A long run's triggers and completions are read into the few fixed-width columns the analysis reads (a
-    trigger 32 bytes, a completion 60, however long its line): no Arrow table of every captured field, no text,
-    and the analysis of those columns is the one of the same lines held whole."""
+    """A long run's triggers and completions are read into the few fixed-width columns the analysis reads, as
+    compact as their values allow (columns.Held; here a trigger 20 bytes, a completion 24, however long its line):
+    no Arrow table of every captured field, no text, and the analysis of those columns is the one of the same
+    lines held whole."""
     import numpy as np
     import pyarrow.parquet as pq
     from pyarrow import fs
@@ -1052,7 +1055,9 @@ def test_a_long_runs_columns_keep_numbers_only(tmp_path):
     columns = Columns.of_table(held.set_column(held.schema.get_field_index("text"), "text", [list(range(1000))]))
     for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
         assert isinstance(getattr(columns, name), np.ndarray) and getattr(columns, name).dtype != object, name
-    assert columns.text is None and columns.nbytes == 500 * 32 + 500 * 60
+    # one job, file, host and size: each one value, no array; numbers, lines and rows in 4 bytes, the durations
+    # (whole milliseconds) in float32, the times in 8
+    assert columns.text is None and columns.nbytes == 500 * (4 + 8 + 8) + 500 * (4 + 8 + 4 + 4 + 4)
     stored, whole = Measured(), Measured()
     stored.checkpoints, stored.texts = columns, Texts(fs.LocalFileSystem(), str(tmp_path / "measures"))
     whole.checkpoints = held
@@ -1475,17 +1480,149 @@ def test_the_rows_that_may_share_a_checkpoint_are_found_a_slice_at_a_time(monkey
         for side in ("t", "c"):
             job = rng.integers(0, 3, rows).astype(np.int32)
             number = rng.choice(np.array([-1, 1, 2, 5, 9, 2**62 + 3, *range(100, 100 + rows)]), rows)
-            getattr(builder._made, f"{side}_job")[:] = job
-            getattr(builder._made, f"{side}_number")[:] = number
+            builder._held[f"{side}_job"].put(0, job)
+            builder._held[f"{side}_number"].put(0, number)
         builder._filled = [rows, rows]
         found = builder.shared()
         for side in ("t", "c"):
-            job, number = getattr(builder._made, f"{side}_job"), getattr(builder._made, f"{side}_number")
+            job, number = builder._held[f"{side}_job"].view(), builder._held[f"{side}_number"].view()
             expected = reference(job, number)
             assert found.get(side, np.zeros(0, np.int64)).tolist() == expected.tolist(), (rows, side)
     once = co.Builder(50, 50)
     for side in ("t", "c"):
-        getattr(once._made, f"{side}_job")[:] = np.repeat(np.arange(5, dtype=np.int32), 10)
-        getattr(once._made, f"{side}_number")[:] = np.tile(np.arange(1, 20, 2), 5)
+        once._held[f"{side}_job"].put(0, np.repeat(np.arange(5, dtype=np.int32), 10))
+        once._held[f"{side}_number"].put(0, np.tile(np.arange(1, 20, 2), 5))
     once._filled = [50, 50]
     assert once.shared() == {}
+
+
+def _held(values, batch: int = 100):
+    """A column as columns.Held keeps it when its rows come `batch` at a time (the Builder's reads)."""
+    from flinkdoctor.analytics.columns import DTYPES, Held
+
+    kind = {"i": "number", "f": "duration", "M": "time"}[values.dtype.kind]
+    held = Held(len(values), *DTYPES[kind])
+    for at in range(0, len(values), batch):
+        held.put(at, values[at : at + batch])
+    return held
+
+
+@pytest.mark.unit
+def test_a_held_column_keeps_every_value_exactly_in_its_compact_dtype_or_a_wider_one():
+    """columns.Held keeps each value as it was given: one value while every row has it (a view of no bytes),
+    then the compact dtype, widened once when a later batch brings a value it cannot hold (a number past 2^31,
+    a duration that float32 rounds, an infinity), the rows before kept."""
+    import numpy as np
+
+    from flinkdoctor.analytics.columns import Held
+
+    def same(held, values):
+        view = held.view()
+        return view.dtype.kind == values.dtype.kind and np.array_equal(
+            view.astype(values.dtype), values, equal_nan=values.dtype.kind in "fM"
+        )
+
+    times = np.full(1000, np.datetime64("NaT"), dtype="datetime64[us]")  # (a stamped trigger's line time)
+    one = _held(times)
+    assert same(one, times) and one.view().strides == (0,) and one.array is None
+    jobs = np.zeros(1000, dtype=np.int32)
+    assert _held(jobs).array is None and _held(jobs).view().strides == (0,)
+    for dtype, value, wide in ((np.int64, 2**31, "int64"), (np.int64, -(2**31) - 1, "int64")):
+        numbers = np.arange(1000, dtype=dtype)
+        assert _held(numbers).view().dtype == np.int32 and same(_held(numbers), numbers)
+        for at in (0, 1, 99, 100, 999):  # in the first batch, at a batch's edge, the last row
+            later = numbers.copy()
+            later[at] = value
+            assert _held(later).view().dtype == wide and same(_held(later), later), at
+    durations = np.arange(1000, dtype=np.float64) * 3 + 0.5
+    durations[::7] = np.nan
+    assert _held(durations).view().dtype == np.float32 and same(_held(durations), durations)
+    for value in (0.1, 2.0**24 + 1, np.inf, -np.inf, 1e308, 5e-324):
+        later = durations.copy()
+        later[500] = value
+        assert _held(later).view().dtype == np.float64 and same(_held(later), later), value
+    constant = np.full(1000, 7, dtype=np.int64)  # one value, then another: the rows before are that value
+    constant[-1] = 2**40
+    assert same(_held(constant), constant) and _held(constant).view().dtype == np.int64
+    held = _held(np.full(1000, 5, dtype=np.int64))  # a column of one value keeps its count, not an array
+    held.keep(np.arange(1000) % 3 == 0)
+    assert held.array is None and held.view().tolist() == [5] * 334
+    empty = Held(0, "int32", "int64")
+    assert empty.view().tolist() == []
+
+
+@pytest.mark.unit
+def test_the_analysis_of_compact_columns_is_that_of_the_wide_ones(monkeypatch):
+    """The same triggers and completions held as columns.Held holds them (one value, int32, float32, or widened)
+    and at their widest give the same analysis, to every report field and evidence point: hostile columns
+    (numbers past 2^62, infinite and 309-digit durations: widened) and columns a compact dtype holds whole
+    (whole milliseconds, one job, no line times), with the per-job slices (FIT_STEP) of 7 rows."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics import checkpoints
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.columns import COMPLETED_FIELDS, TRIGGER_FIELDS, Columns
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    def analysed(columns, effective):
+        given = Measured()
+        given.checkpoints = columns
+        section, jobs = analyse_checkpoints(
+            given, Manifest([], Path("."), None), effective, {s: "jm.log" for s in range(4)}
+        )
+        return section, [sorted((rule, repr(points)) for rule, points in job.evidence.items()) for job in jobs]
+
+    tame = _hostile_columns(3001, 9)
+    tame.c_duration = np.where(np.isnan(tame.c_duration), np.nan, np.abs(np.nan_to_num(tame.c_duration)) % 400)
+    tame.t_job, tame.c_job = np.zeros(3001, np.int32), np.zeros(3001, np.int32)
+    tame.t_time = np.full(3001, np.datetime64("NaT"), "datetime64[us]")
+    tame.t_number, tame.c_number = np.abs(tame.t_number) % 2000, np.abs(tame.c_number) % 2000
+    for columns in (_hostile_columns(3001, 3), _hostile_columns(400, 4), tame):
+        for effective in (_with_timeout(), _with_timeout("20 ms")):
+            lines = pa.array([f"line {n}" for n in range(2 * len(columns.c_row) + 2)])
+            compact = Columns(list(columns.jobs), list(columns.hosts), text=lines)
+            for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
+                setattr(compact, name, _held(getattr(columns, name)).view())
+            wide = Columns(list(columns.jobs), list(columns.hosts), text=lines)
+            for name in [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]:
+                values = getattr(columns, name)
+                setattr(wide, name, values.astype(np.float64 if values.dtype.kind == "f" else values.dtype))
+            monkeypatch.setattr(checkpoints, "SERIES_MAX", 600)  # (a series thinned: series_with's spans)
+            expected = analysed(wide, effective)
+            with monkeypatch.context() as patched:
+                patched.setattr(checkpoints, "FIT_STEP", 7)
+                assert analysed(compact, effective) == expected
+    assert compact.nbytes < wide.nbytes  # (the tame columns: one job, no line times, float32 durations)
+
+
+@pytest.mark.unit
+def test_a_float32_column_is_compared_and_fitted_as_float64():
+    """A column of float32 durations (whole milliseconds, exact) against an interval float32 cannot hold, and in
+    the trend's fit: the answers of the same values as float64 (numpy would round the Python float to float32)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.checkpoints import Completed, _fit, _trend_of
+
+    durations = np.array([16_777_216.0, 5.0, 16_777_214.0], dtype=np.float32)
+    done = Completed(
+        "e" * 32,
+        np.arange(3, dtype=np.int32),
+        np.array([1, 2, 3], dtype="datetime64[s]").astype("datetime64[us]"),
+        durations,
+        np.full(3, -1, np.int32),
+        np.arange(3, dtype=np.int32),
+        pa.array(["a", "b", "c"]),
+        {0: "jm.log"},
+        place=(np.zeros(3, np.int16), np.arange(3, dtype=np.int32), np.full(3, -1, np.int16), np.arange(3)),
+        hosts=[None],
+    )
+    count, shown = done.over(16_777_215.6)
+    assert count == 1 and [p.duration_ms for p in shown] == [16_777_216.0]
+    rng = np.random.default_rng(1)
+    values = (1_000_000 + rng.integers(0, 5000, 2000) + np.arange(2000) * 3).astype(np.float32)
+    hours = np.arange(2000, dtype=np.float64) / 60
+    assert _fit(hours, values) == _fit(hours, values.astype(np.float64))  # (slope, intercept, r: every bit)
+    assert _trend_of(hours, values, None) == _trend_of(hours, values.astype(np.float64), None)

@@ -151,6 +151,7 @@ def diagnose_bundles(
     for b, view in enumerate(views):
         own = {rule: n for (bundle, rule), n in counts.items() if bundle == b}
         diagnosed.append(_diagnose_one(view, found[b], own, measured[b], hits[b], by_id, every, flink_version))
+    del measures, measured  # (a long run's checkpoint columns: not held through the unexplained errors' lap)
     lap("analytics_s")
     explained = explained_events(
         f for one in diagnosed for f in [*one.findings, *(f for c in one.outcome.derived for f in c.instances)]

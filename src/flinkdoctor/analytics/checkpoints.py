@@ -46,6 +46,7 @@ NEAR_TIMEOUT = 0.8  # p95 above this share of the timeout is a finding
 TREND_MIN_POINTS, TREND_MIN_SPAN_H, TREND_MIN_R = 5, 0.5, 0.5
 PERIODIC_MIN_GAPS, PERIODIC_MAX_SPREAD = 3, 0.25  # at least 4 failures, gaps within 25 % of their median
 EPISODE_S = 1.0  # failures closer than this are one episode (the same failure read from two sources)
+SHARES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "max": 1.0}  # the percentiles of completed durations
 SERIES_MAX = 10_000  # points of all jobs' series in the report, shared evenly; more are thinned (_series)
 OVER_SHOWN = 1_000  # checkpoints longer than the interval given as evidence (the earliest and the latest half)
 
@@ -79,14 +80,15 @@ class JobAnalysis:
 
 @dataclass
 class Completed:
-    """One job's completed checkpoints of a long run, as columns (one row per checkpoint, in time order)."""
+    """One job's completed checkpoints of a long run, as columns (one row per checkpoint, in time order; integers
+    and durations as compact as columns.Held holds them: a duration is compared with a float as float64)."""
 
     job: str
-    ids: Any  # numpy int64, -1: none
+    ids: Any  # numpy integers, -1: none
     times: Any  # numpy datetime64[us], NaT: none
-    durations_ms: Any  # numpy float64, nan: none
-    sizes: Any  # numpy int64, -1: none
-    rows: Any  # numpy int64: each row's line in `table` (or in the measures' file, `texts`)
+    durations_ms: Any  # numpy float32 or float64, nan: none
+    sizes: Any  # numpy integers, -1: none
+    rows: Any  # numpy integers: each row's line in `table` (or in the measures' file, `texts`)
     table: Any  # the lines (an Arrow array), when not left in the file
     paths: dict
     texts: Any = None  # metrics.Texts: the lines left in the measures' file (then `rows` are its rows)
@@ -109,10 +111,12 @@ class Completed:
 
         return np.sort(self.ids)
 
-    def durations(self):
+    def durations(self, listed: list[float] | None = None):
+        """The durations (a copy), after those `listed` (then as float64)."""
         import numpy as np
 
-        return self.durations_ms[~np.isnan(self.durations_ms)]
+        found = self.durations_ms[~np.isnan(self.durations_ms)]
+        return np.concatenate([np.array(listed, dtype=np.float64), found]) if listed else found
 
     def timed_count(self) -> int:
         import numpy as np
@@ -161,7 +165,7 @@ class Completed:
         """How many took longer than `ms`, and Points of the earliest and latest OVER_SHOWN of them."""
         import numpy as np
 
-        found = np.flatnonzero(self.durations_ms > ms)
+        found = np.flatnonzero(self.durations_ms > np.float64(ms))  # (a float32 column: compared as float64)
         shown = (
             found
             if len(found) <= OVER_SHOWN
@@ -189,40 +193,40 @@ class Completed:
             return sorted(points + self.points(range(len(self))), key=_in_time)
         listed = [p for p in points if p.status == "completed" and p.time is not None]
         rest = [p for p in points if p.status != "completed" or p.time is None]
-        rest += self.points(np.flatnonzero(np.isnat(self.times)))  # (kept, as _series keeps untimed ones)
-        timed = np.flatnonzero(~np.isnat(self.times))
-        every = len(timed) == len(self)  # (then the columns themselves, no copy)
+        untimed = np.isnat(self.times)
+        rest += self.points(np.flatnonzero(untimed))  # (kept, as _series keeps untimed ones)
+        every = not untimed.any()  # (then the columns themselves: no copy, no index of every row)
+        timed = np.arange(0) if every else np.flatnonzero(~untimed)
+        del untimed
+        pick, count = (slice(None), len(self)) if every else (timed, len(timed))
         if listed:
-            times = np.concatenate([self.times[timed], np.array([p.time for p in listed], "datetime64[us]")])
-            ids = np.concatenate([self.ids[timed], np.array([p.id or 0 for p in listed], np.int64)])
+            times = np.concatenate([self.times[pick], np.array([p.time for p in listed], "datetime64[us]")])
+            ids = np.concatenate([self.ids[pick], np.array([p.id or 0 for p in listed], np.int64)])
             durations = np.concatenate(
-                [self.durations_ms[timed], np.array([p.duration_ms or 0 for p in listed], np.float64)]
+                [self.durations_ms[pick], np.array([p.duration_ms or 0 for p in listed], np.float64)]
             )
             order = np.lexsort((ids, times))  # the series order: by time, then checkpoint
             del ids
         else:  # (the columns are in the series order already: by time, then checkpoint)
-            times = self.times if every else self.times[timed]
-            durations = self.durations_ms if every else self.durations_ms[timed]
-            order = None
+            times, durations, order = self.times[pick], self.durations_ms[pick], None
         micros = (times if order is None else times[order]).view(np.int64)
         spans = max(1, (most - len(rest)) // 2)
         quotient, remainder = divmod(int(micros[-1] - micros[0]), spans)  # timedelta / int: half to even
         width = quotient + (2 * remainder > spans or (2 * remainder == spans and quotient % 2 == 1))
-        span = np.minimum(((micros - micros[0]) / width).astype(np.int64), spans - 1) if width else micros * 0
         value = durations if order is None else durations[order]
         # per span (spans follow the order: each a run of positions) its shortest and its longest, the earliest of
         # equal ones (argmin and argmax give the first); an absent duration counts as 0
-        starts = np.flatnonzero(np.diff(span, prepend=-1))
-        ends = np.append(starts[1:], len(span))
+        starts = _span_starts(micros, width, spans)
+        ends = np.append(starts[1:], len(micros))
         picked: set[int] = set()
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             run = np.nan_to_num(value[start:end], nan=0.0)
             picked.update((start + int(np.argmin(run)), start + int(np.argmax(run))))
         positions = np.array(sorted(picked), dtype=np.int64)
         chosen = positions if order is None else order[positions]
-        ours = chosen[chosen < len(timed)]
-        theirs = [listed[i - len(timed)] for i in chosen[chosen >= len(timed)].tolist()]
-        return sorted(self.points(timed[ours]) + theirs + rest, key=_in_time)
+        ours = chosen[chosen < count]
+        theirs = [listed[i - count] for i in chosen[chosen >= count].tolist()]
+        return sorted(self.points(ours if every else timed[ours]) + theirs + rest, key=_in_time)
 
     def trend(self, completed: list[Point], timeout: Limit | None) -> CheckpointTrend | None:
         """_trend over these and the job's other completed points, in time order."""
@@ -243,10 +247,28 @@ class Completed:
             values = self.durations_ms if every else self.durations_ms[keep]
         if len(values) < TREND_MIN_POINTS:
             return None
-        hours = (times - times[0]).astype("timedelta64[us]").view(np.int64).astype(np.float64)
+        hours = np.empty(len(times), dtype=np.float64)
+        for at in range(0, len(times), FIT_STEP):  # (a slice at a time: no int64 copies of a long run's times)
+            cut = slice(at, at + FIT_STEP)
+            hours[cut] = (times[cut] - times[0]).astype("timedelta64[us]").view(np.int64)
         hours /= 10**6
         hours /= 3600
         return _trend_of(hours, values, timeout)
+
+
+def _span_starts(micros, width: int, spans: int):
+    """Where each of _series' time spans starts among `micros` (numpy int64, in time order): the positions whose
+    span (the time since the first over `width`, the last span taking the rest; one span when `width` is 0)
+    differs from the one before, computed a slice at a time (no float and int64 arrays of a long run's size)."""
+    import numpy as np
+
+    found, before = [], -1
+    for at in range(0, len(micros), FIT_STEP):
+        part = micros[at : at + FIT_STEP]
+        span = np.minimum(((part - micros[0]) / width).astype(np.int64), spans - 1) if width else part * 0
+        found.append(np.flatnonzero(np.diff(span, prepend=before)) + at)
+        before = int(span[-1])
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
 
 
 @dataclass
@@ -345,8 +367,12 @@ class Bulk:
         if job not in self._by_job:
             return listed
         numbers, times = self._triggers(job)
-        steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
-        return np.concatenate([np.array(listed, dtype=np.float64), steps[np.diff(numbers) == 1] / 10**6 * 1000])
+        found = [np.array(listed, dtype=np.float64)]
+        for at in range(0, max(len(times) - 1, 0), FIT_STEP):  # (a slice of steps at a time)
+            cut = slice(at, min(at + FIT_STEP, len(times) - 1) + 1)
+            steps = np.diff(times[cut]).astype("timedelta64[us]").astype(np.int64)
+            found.append(steps[np.diff(numbers[cut]) == 1] / 10**6 * 1000)
+        return np.concatenate(found)
 
     def completed(self, job: str) -> Completed | None:
         """The job's completions: slices of the sorted columns, no copy per job."""
@@ -607,17 +633,20 @@ def _fit(hours, values) -> tuple[float, float, float]:
     as Python 3.10 and 3.11 compute them (each product rounded to a float, then fsum): the same floats, taken over
     numpy arrays a slice at a time, where the statistics module made a Python float (and a generator step) of
     each of a long run's millions of checkpoints, several times over."""
+    import numpy as np
+
     n = len(values)
     cuts = range(0, n, FIT_STEP)
     xbar = _fsum(hours[at : at + FIT_STEP] for at in cuts) / n
     ybar = _fsum(values[at : at + FIT_STEP] for at in cuts) / n
 
-    def products(a, a_bar, b, b_bar):
+    def products(a, a_bar, b, b_bar):  # (in float64: a float32 column's values are promoted)
         return ((a[at : at + FIT_STEP] - a_bar) * (b[at : at + FIT_STEP] - b_bar) for at in cuts)
 
-    sxy = _fsum(products(hours, xbar, values, ybar))
-    sxx = _fsum(products(hours, xbar, hours, xbar))
-    syy = _fsum(products(values, ybar, values, ybar))
+    xbar64, ybar64 = np.float64(xbar), np.float64(ybar)
+    sxy = _fsum(products(hours, xbar64, values, ybar64))
+    sxx = _fsum(products(hours, xbar64, hours, xbar64))
+    syy = _fsum(products(values, ybar64, values, ybar64))
     if not sxx:
         raise statistics.StatisticsError("x is constant")
     slope = sxy / sxx
@@ -638,9 +667,14 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def _nearest_rank(ordered, share: float) -> float:
-    """percentile() of values already sorted (a numpy array)."""
-    return float(ordered[max(0, math.ceil(share * len(ordered)) - 1)])
+def _nearest_ranks(values, shares: dict[str, float]) -> dict[str, float]:
+    """percentile() of a numpy array at each share, by name ({} for none): the array is partitioned in place at
+    those ranks (each then holds the value a sort would put there), not sorted into a copy."""
+    if not len(values):
+        return {}
+    ranks = {name: max(0, math.ceil(share * len(values)) - 1) for name, share in shares.items()}
+    values.partition(sorted(set(ranks.values())))
+    return {name: float(values[rank]) for name, rank in ranks.items()}
 
 
 def _trend(completed: list[Point], timeout: Limit | None) -> CheckpointTrend | None:
@@ -709,15 +743,10 @@ def _job(
     counts = _counts(points, len(bulk) if bulk is not None else 0)
     completed = [p for p in points if p.status == "completed" and p.duration_ms is not None]
     durations = [p.duration_ms for p in completed if p.duration_ms is not None]
-    shares = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "max": 1.0}
-    if bulk is not None:  # (sorted as numbers, not as a list of a Python float each)
-        import numpy as np
-
-        ordered = np.sort(np.concatenate([np.array(durations, dtype=np.float64), bulk.durations()]))
-        pct = {name: _nearest_rank(ordered, share) for name, share in shares.items()} if len(ordered) else {}
-        del ordered
+    if bulk is not None:  # (ranked as numbers, not as a list of a Python float each)
+        pct = _nearest_ranks(bulk.durations(durations), SHARES)
     else:
-        pct = {name: percentile(durations, share) for name, share in shares.items()} if durations else {}
+        pct = {name: percentile(durations, share) for name, share in SHARES.items()} if durations else {}
     trend = _trend(completed, timeout) if bulk is None else bulk.trend(completed, timeout)
     failures, episodes = _failures([p for p in points if p.stage == "checkpoint"] or points, interval)
     ended = [p for p in points if p.stage == "checkpoint" and p.duration_ms is not None and p.status != "in_progress"]

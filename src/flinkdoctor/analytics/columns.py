@@ -3,10 +3,13 @@
 A long run measures millions of checkpoints. Held as an Arrow table of every captured field (about 150 bytes a
 checkpoint) and then sorted into copies per job, they made the driver's memory grow with the checkpoints by
 several hundred bytes each. Here each kind keeps only what checkpoints.py reads of it: a trigger its job, number,
-times and source (32 bytes), a completion its job, number, time, duration, size, where it is and its row in the
-measures' file (60 bytes); the text stays in the file (metrics.Texts). `sort` orders them for the analysis in place,
-one column copy at a time. The rows come unreduced; the few that may share a checkpoint (a log read twice) are
-reduced by their keys, which no other row keeps (`Builder.shared`).
+times and source, a completion its job, number, time, duration, size, where it is and its row in the measures' file;
+the text stays in the file (metrics.Texts). Each column is held as compactly as its values allow exactly (Held): one
+value while every row has it (a long run's one job, its stamped triggers' absent line times), else the narrowest of
+two dtypes that holds every value (a checkpoint number, a row, a line in 4 bytes, a duration of whole milliseconds
+in a float32): 46 bytes a checkpoint of a long production run, 92 with every column at its widest. `sort` orders
+them for the analysis in place, one column copy at a time. The rows come unreduced; the few that may share a
+checkpoint (a log read twice) are reduced by their keys, which no other row keeps (`Builder.shared`).
 """
 
 from __future__ import annotations
@@ -21,30 +24,44 @@ KEY_DTYPES = {"bundle": "int32", "checkpoint": "int64", "untimed": "bool", "bloc
 NO_CHECKPOINT = -(2**63)  # the group key of a line without a checkpoint number (other odd ones: just above)
 TRIGGER_FIELDS = ("job", "number", "time", "at", "sid")
 COMPLETED_FIELDS = ("job", "number", "time", "duration", "size", "sid", "line", "host", "row")
+# each field's compact dtype and the one it is widened to when a value does not fit the first exactly (Held)
+DTYPES = {
+    "job": ("int32", "int32"),
+    "number": ("int32", "int64"),
+    "time": ("datetime64[us]", "datetime64[us]"),
+    "at": ("datetime64[us]", "datetime64[us]"),
+    "sid": ("int16", "int32"),
+    "duration": ("float32", "float64"),
+    "size": ("int32", "int64"),
+    "line": ("int32", "int64"),
+    "host": ("int16", "int32"),
+    "row": ("int32", "int64"),
+}
 
 
 @dataclass
 class Columns:
     """Triggers (t_*) and completions (c_*), one row per measure; jobs and hosts as codes into `jobs`, `hosts`
     (host -1: none). `c_row` is the completion's row in the measures' file (metrics.Texts), or, when the lines are
-    held (`text`, an Arrow array), its index in it."""
+    held (`text`, an Arrow array), its index in it. Integers and durations in either dtype of DTYPES (a column
+    of one value: a read-only view of it, zero strides); readers compare a duration with a float as float64."""
 
     jobs: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
-    t_job: Any = None  # int32
-    t_number: Any = None  # int64, -1: none
+    t_job: Any = None
+    t_number: Any = None  # -1: none
     t_time: Any = None  # datetime64[us], the line's time (NaT: none)
     t_at: Any = None  # datetime64[us], the trigger's own epoch, else the line's time
-    t_sid: Any = None  # int32
+    t_sid: Any = None
     c_job: Any = None
     c_number: Any = None
     c_time: Any = None
-    c_duration: Any = None  # float64, nan: none
-    c_size: Any = None  # int64, -1: none
+    c_duration: Any = None  # nan: none
+    c_size: Any = None  # -1: none
     c_sid: Any = None
-    c_line: Any = None  # int64
-    c_host: Any = None  # int32, -1: none
-    c_row: Any = None  # int64
+    c_line: Any = None
+    c_host: Any = None  # -1: none
+    c_row: Any = None
     text: Any = None
     sorted: bool = False
 
@@ -53,8 +70,9 @@ class Columns:
 
     @property
     def nbytes(self) -> int:
+        """The bytes the columns hold (a column of one value: none)."""
         names = [f"t_{f}" for f in TRIGGER_FIELDS] + [f"c_{f}" for f in COMPLETED_FIELDS]
-        return sum(getattr(self, name).nbytes for name in names)
+        return sum(0 if _one_value(getattr(self, name)) else getattr(self, name).nbytes for name in names)
 
     @staticmethod
     def of_table(table) -> Columns:
@@ -72,9 +90,9 @@ class Columns:
         """The rows kept by the two masks, with the same codes (a bundle's own rows)."""
         kept = Columns(self.jobs, self.hosts, text=self.text)
         for name in TRIGGER_FIELDS:
-            setattr(kept, f"t_{name}", getattr(self, f"t_{name}")[triggers])
+            setattr(kept, f"t_{name}", taken(getattr(self, f"t_{name}"), triggers))
         for name in COMPLETED_FIELDS:
-            setattr(kept, f"c_{name}", getattr(self, f"c_{name}")[completions])
+            setattr(kept, f"c_{name}", taken(getattr(self, f"c_{name}"), completions))
         return kept
 
     def sort(self) -> None:
@@ -91,7 +109,7 @@ class Columns:
         rank[np.argsort(np.array(self.jobs, dtype=object), kind="stable")] = np.arange(len(self.jobs), dtype=np.int32)
         self.jobs = sorted(self.jobs)
         if (rank != np.arange(len(rank))).any():  # (the names read in their sorted order: the codes are the ranks)
-            self.t_job, self.c_job = rank[self.t_job], rank[self.c_job]
+            self.t_job, self.c_job = _mapped(rank, self.t_job), _mapped(rank, self.c_job)
         moved = self._order("t", TRIGGER_FIELDS, self._trigger_keys)
         moved |= self._order("c", COMPLETED_FIELDS, self._completion_keys)
         self.sorted = True
@@ -120,7 +138,7 @@ class Columns:
             return False
         order = np.lexsort(keys_of())
         for name in fields:
-            setattr(self, f"{side}_{name}", getattr(self, f"{side}_{name}")[order])
+            setattr(self, f"{side}_{name}", taken(getattr(self, f"{side}_{name}"), order))
         return True
 
 
@@ -145,6 +163,107 @@ def _ordered(keys_of, size: int) -> bool:
         if not (later | equal).all():
             return False
     return True
+
+
+def _one_value(values) -> bool:
+    """Whether a column is one value's read-only view (Held.view): zero strides."""
+    return values.ndim == 1 and len(values) > 1 and values.strides == (0,)
+
+
+def _count(index) -> int:
+    """The rows `index` picks (positions or a mask)."""
+    import numpy as np
+
+    index = np.asarray(index)
+    return int(np.count_nonzero(index)) if index.dtype == np.bool_ else len(index)
+
+
+def taken(values, index):
+    """values[index] (positions or a mask), a column of one value kept as one (no array of its size made)."""
+    import numpy as np
+
+    return np.broadcast_to(values[:1], (_count(index),)) if _one_value(values) else values[index]
+
+
+def _mapped(table, codes):
+    """table[codes], a column of one code mapped to a column of one value."""
+    import numpy as np
+
+    return np.broadcast_to(table[codes[:1]], codes.shape) if _one_value(codes) else table[codes]
+
+
+def _fits(values, dtype) -> bool:
+    """Whether every value is held exactly in `dtype`: an integer's range; a float's value, nan as nan, no
+    infinity (numpy's nan_to_num makes it the dtype's largest: a float32 column would rank it otherwise)."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if not len(values) or dtype == values.dtype:
+        return True
+    if dtype.kind == "i":
+        limits = np.iinfo(dtype)
+        return bool(values.min() >= limits.min and values.max() <= limits.max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        same = np.array_equal(values.astype(dtype).astype(values.dtype), values, equal_nan=True)
+    return same and not np.isinf(values).any()
+
+
+class Held:
+    """A column filled a batch at a time (Builder) at its final size, held as compactly as its values so far
+    allow exactly: one value while every row has it (no array: a long run's one job, its stamped triggers'
+    absent line times), then an array of the compact dtype, widened once when a value does not fit it (DTYPES).
+    A long run's millions of checkpoints are what the driver's memory grows with."""
+
+    def __init__(self, size: int, compact: str, wide: str) -> None:
+        import numpy as np
+
+        self.size, self.compact, self.wide = size, np.dtype(compact), np.dtype(wide)
+        self.array: Any = None  # (None: every row so far is `value`)
+        self.value: Any = None  # a one-row array
+        self.filled = 0
+
+    def put(self, start: int, values) -> None:
+        """Rows start..start + len(values) (filled in order, each once)."""
+        import numpy as np
+
+        if not len(values):
+            return
+        end = start + len(values)
+        if self.array is None:
+            if self.value is None:
+                self.value = values[:1].copy()
+            if np.array_equal(values, np.broadcast_to(self.value, values.shape), equal_nan=values.dtype.kind in "fmM"):
+                self.filled = end
+                return
+            fits = _fits(self.value, self.compact) and _fits(values, self.compact)
+            self.array = np.empty(self.size, dtype=self.compact if fits else self.wide)
+            self.array[:start] = self.value
+        elif not _fits(values, self.array.dtype):
+            wider = np.empty(self.size, dtype=self.wide)
+            wider[:start] = self.array[:start]
+            self.array = wider
+        self.array[start:end] = values
+        self.filled = end
+
+    def view(self, size: int | None = None):
+        """The first `size` rows (default: those filled): an array's slice, or a read-only view of the one value."""
+        import numpy as np
+
+        size = self.filled if size is None else size
+        if self.array is not None:
+            return self.array[:size]
+        if self.value is None:
+            return np.empty(size, dtype=self.compact)
+        dtype = self.compact if _fits(self.value, self.compact) else self.wide
+        return np.broadcast_to(self.value.astype(dtype), (size,))
+
+    def keep(self, kept) -> None:
+        """Only the filled rows `kept` (positions or a mask), in that order."""
+        if self.array is None:
+            self.filled = _count(kept)
+        else:
+            self.array = self.array[: self.filled][kept]
+            self.filled = len(self.array)
 
 
 def give_back() -> None:
@@ -230,23 +349,8 @@ class Builder:
 
         self._jobs: dict[str, int] = {}
         self._hosts: dict[str, int] = {}
-        dtypes = {
-            "job": np.int32,
-            "number": np.int64,
-            "time": "datetime64[us]",
-            "at": "datetime64[us]",
-            "sid": np.int32,
-            "duration": np.float64,
-            "size": np.int64,
-            "line": np.int64,
-            "host": np.int32,
-            "row": np.int64,
-        }
-        self._made = Columns()
-        for name in TRIGGER_FIELDS:
-            setattr(self._made, f"t_{name}", np.empty(triggers, dtype=dtypes[name]))
-        for name in COMPLETED_FIELDS:
-            setattr(self._made, f"c_{name}", np.empty(completions, dtype=dtypes[name]))
+        self._held = {f"t_{name}": Held(triggers, *DTYPES[name]) for name in TRIGGER_FIELDS}
+        self._held.update({f"c_{name}": Held(completions, *DTYPES[name]) for name in COMPLETED_FIELDS})
         self._filled = [0, 0]
         self._keys: dict[str, Any] = {}
         self._odd: dict[str, int] = {}  # checkpoint numbers as written other than digits' canonical form
@@ -308,8 +412,7 @@ class Builder:
         }
         (t0, c0), (t1, c1) = self._filled, (self._filled[0] + len(trig), self._filled[1] + len(done))
         for name, values in parts.items():
-            start, end = (t0, t1) if name.startswith("t_") else (c0, c1)
-            getattr(self._made, name)[start:end] = values
+            self._held[name].put(t0 if name.startswith("t_") else c0, values)
         if self._keys:
             keys = self._group_keys(table, numbers)
             for side, at, start, end in (("t", trig, t0, t1), ("c", done, c0, c1)):
@@ -324,6 +427,7 @@ class Builder:
         import numpy as np
         import pyarrow as pa
 
+        numbers = np.asarray(numbers, dtype=np.int64)  # (a compact column's: NO_CHECKPOINT needs 64 bits)
         written = table.column("group_checkpoint")
         canonical = _canonical(table)
         checkpoint = np.where(canonical, numbers, NO_CHECKPOINT)  # (numbers: -1 where none; never a key here)
@@ -344,17 +448,17 @@ class Builder:
         (file order: source, range, line), a completion's first, one with a duration before one without; of
         rows equal in all, the first read. The rows kept stay in the order read."""
 
-        made, keys = self._made, self._keys
+        held, keys = self._held, self._keys
         triggers, completions = self._filled
         for side, size, fields in (("t", triggers, TRIGGER_FIELDS), ("c", completions, COMPLETED_FIELDS)):
             key = {name: keys.pop(f"{side}_{name}")[:size] for name in KEY_DTYPES}
-            job, sid = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_sid")[:size]
+            job, sid = held[f"{side}_job"].view(size), held[f"{side}_sid"].view(size)
             kept = _firsts(side, key, job, sid)
             del key
             if len(kept) == size:
                 continue
             for name in fields:
-                setattr(made, f"{side}_{name}", getattr(made, f"{side}_{name}")[:size][kept])
+                held[f"{side}_{name}"].keep(kept)
             self._filled[0 if side == "t" else 1] = len(kept)
 
     def shared(self) -> dict:
@@ -365,9 +469,9 @@ class Builder:
         sort's index, a flag a row: neighbours in that order are compared a slice at a time."""
         import numpy as np
 
-        made, shared = self._made, {}
+        shared = {}
         for side, size in (("t", self._filled[0]), ("c", self._filled[1])):
-            job, number = getattr(made, f"{side}_job")[:size], getattr(made, f"{side}_number")[:size]
+            job, number = self._held[f"{side}_job"].view(size), self._held[f"{side}_number"].view(size)
             order = np.lexsort((number, job))
             twice = np.zeros(size, dtype=np.bool_)
             for start in range(0, max(size - 1, 0), ORDER_STEP):  # (neighbours in that order, a slice at a time)
@@ -387,31 +491,30 @@ class Builder:
         read."""
         import numpy as np
 
-        made = self._made
+        held = self._held
         for side, fields in (("t", TRIGGER_FIELDS), ("c", COMPLETED_FIELDS)):
             if side not in shared:
                 continue
             at = shared[side]
             size = self._filled[0 if side == "t" else 1]
-            key = self._group_keys(tables[side], getattr(made, f"{side}_number")[at])
-            job, sid = getattr(made, f"{side}_job")[at], getattr(made, f"{side}_sid")[at]
+            key = self._group_keys(tables[side], held[f"{side}_number"].view(size)[at])
+            job, sid = held[f"{side}_job"].view(size)[at], held[f"{side}_sid"].view(size)[at]
             kept = np.ones(size, dtype=np.bool_)
             kept[at] = False
             kept[at[_firsts(side, key, job, sid)]] = True
             if kept.all():
                 continue
             for name in fields:
-                setattr(made, f"{side}_{name}", getattr(made, f"{side}_{name}")[:size][kept])
+                held[f"{side}_{name}"].keep(kept)
             self._filled[0 if side == "t" else 1] = int(kept.sum())
 
     def columns(self, text=None) -> Columns:
         """The filled columns (as many rows as were added; keyed: as many as groups)."""
         if self._keys:
             self._reduce()
-        made, (triggers, completions) = self._made, self._filled
-        made.jobs, made.hosts, made.text = list(self._jobs), list(self._hosts), text
+        made, (triggers, completions) = Columns(list(self._jobs), list(self._hosts), text=text), self._filled
         for name in TRIGGER_FIELDS:
-            setattr(made, f"t_{name}", getattr(made, f"t_{name}")[:triggers])
+            setattr(made, f"t_{name}", self._held[f"t_{name}"].view(triggers))
         for name in COMPLETED_FIELDS:
-            setattr(made, f"c_{name}", getattr(made, f"c_{name}")[:completions])
+            setattr(made, f"c_{name}", self._held[f"c_{name}"].view(completions))
         return made
