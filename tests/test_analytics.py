@@ -6,6 +6,7 @@ the values the seed's write-up states (seed 000: "checkpoint timeout 10_000ms") 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import sys
@@ -1544,6 +1545,9 @@ def test_a_held_column_keeps_every_value_exactly_in_its_compact_dtype_or_a_wider
     constant = np.full(1000, 7, dtype=np.int64)  # one value, then another: the rows before are that value
     constant[-1] = 2**40
     assert same(_held(constant), constant) and _held(constant).view().dtype == np.int64
+    for value, wide in ((2**40, np.int64), (0.1, np.float64)):  # one value the compact dtype cannot hold
+        column = np.full(1000, value)
+        assert same(_held(column), column) and _held(column).view().dtype == wide, value
     held = _held(np.full(1000, 5, dtype=np.int64))  # a column of one value keeps its count, not an array
     held.keep(np.arange(1000) % 3 == 0)
     assert held.array is None and held.view().tolist() == [5] * 334
@@ -1579,7 +1583,11 @@ def test_the_analysis_of_compact_columns_is_that_of_the_wide_ones(monkeypatch):
     tame.t_job, tame.c_job = np.zeros(3001, np.int32), np.zeros(3001, np.int32)
     tame.t_time = np.full(3001, np.datetime64("NaT"), "datetime64[us]")
     tame.t_number, tame.c_number = np.abs(tame.t_number) % 2000, np.abs(tame.c_number) % 2000
-    for columns in (_hostile_columns(3001, 3), _hostile_columns(400, 4), tame):
+    rising = copy.copy(tame)  # (a trend fitted over many slices: a checkpoint a minute, each 3 ms longer)
+    rising.c_time = (np.arange(3001, dtype=np.int64) * 60 * 10**6).astype("datetime64[us]")
+    rising.c_duration = np.arange(3001, dtype=np.float64) * 3 + 50
+    trended = 0
+    for columns in (_hostile_columns(3001, 3), _hostile_columns(400, 4), tame, rising):
         for effective in (_with_timeout(), _with_timeout("20 ms")):
             lines = pa.array([f"line {n}" for n in range(2 * len(columns.c_row) + 2)])
             compact = Columns(list(columns.jobs), list(columns.hosts), text=lines)
@@ -1594,6 +1602,8 @@ def test_the_analysis_of_compact_columns_is_that_of_the_wide_ones(monkeypatch):
             with monkeypatch.context() as patched:
                 patched.setattr(checkpoints, "FIT_STEP", 7)
                 assert analysed(compact, effective) == expected
+            trended += sum(job.trend is not None and job.trend.points > 7 for job in expected[0].jobs)
+    assert trended  # (a trend over more points than a slice holds)
     assert compact.nbytes < wide.nbytes  # (the tame columns: one job, no line times, float32 durations)
 
 

@@ -215,6 +215,31 @@ def test_a_time_left_to_spark_has_spark_write_the_file(spark, rules, tmp_path, m
     """A run whose measured lines need a time the task does not read (here: --timezone other than UTC, on a
     layout that prints local times) leaves them to Spark: the tasks' count says so, and extract() reads the
     file Spark writes, with the times Spark parsed."""
+    _, found = _left_to_spark(spark, rules, tmp_path, monkeypatch, LAB / "1.20.3" / "healthy.tar.gz")
+    assert len(found) >= 10  # (the run's other measures: configuration, restore, ...)
+
+
+def test_a_time_left_to_spark_where_every_event_is_only_measured(spark, rules, tmp_path, monkeypatch):
+    """The same of a log whose every line only a metric measures (a real run's checkpoint triggers and
+    completions alone): the tasks write no events file at all, and Spark's file goes beside the table all the
+    same (it was placed by the table's files, and there were none: ValueError)."""
+    with tarfile.open(LAB / "1.20.3" / "healthy.tar.gz") as archive:
+        archive.extractall(tmp_path / "run", filter="data")
+    (log,) = (tmp_path / "run").glob("*/log/*standalonesession*.log")
+    said = (b" - Triggering checkpoint ", b" - Completed checkpoint ")
+    kept = [line for line in log.read_bytes().splitlines(keepends=True) if any(s in line for s in said)]
+    assert len(kept) >= 6 and all(b" INFO " in line for line in kept)
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "jobmanager.log").write_bytes(b"".join(kept))
+    events, found = _left_to_spark(spark, rules, tmp_path / "scan", monkeypatch, tmp_path / "checkpoints")
+    assert len(found.checkpoints.c_time) == len(kept) // 2  # (each checkpoint's completion)
+    assert not list(Path(events.path).glob("*.parquet"))  # (no events row: every line only measured)
+    from flinkdoctor.analytics.metrics import NANOS_AS_LONG
+
+    assert spark.conf.get(NANOS_AS_LONG) == "true"  # left set: a warm server's diagnoses share one session
+
+
+def _left_to_spark(spark, rules, tmp_path: Path, monkeypatch, given: Path):
     from flinkdoctor.analytics import extract, load_metrics
     from flinkdoctor.analytics import metrics as m
     from flinkdoctor.scan.events import build_events
@@ -224,7 +249,7 @@ def test_a_time_left_to_spark_has_spark_write_the_file(spark, rules, tmp_path, m
     metrics = load_metrics()
     matcher = build_matcher(rules, tuple(metric.line for metric in metrics))
     monkeypatch.setattr(m, "FEW", 0)
-    manifest = ingest([LAB / "1.20.3" / "healthy.tar.gz"], tmp_path)
+    manifest = ingest([given], tmp_path)
     events = build_events(
         spark,
         manifest,
@@ -246,12 +271,13 @@ def test_a_time_left_to_spark_has_spark_write_the_file(spark, rules, tmp_path, m
         spark, manifest, tmp_path / "reference", matcher.prefilter, timezone="Asia/Shanghai", matcher=matcher
     )
     theirs = extract(reference.table(spark), metrics, reference.blocks, manifest, lines, stored=reference)
-    assert sorted(found, key=repr) == sorted(theirs, key=repr) and len(found) >= 10
+    assert sorted(found, key=repr) == sorted(theirs, key=repr)
     mine_c, theirs_c = found.checkpoints, theirs.checkpoints
     for field in ("t_job", "t_number", "t_time", "t_at", "c_job", "c_number", "c_time", "c_duration", "c_line"):
         assert getattr(mine_c, field).tobytes() == getattr(theirs_c, field).tobytes(), field
     assert found.texts.read(mine_c.c_row) == theirs.texts.read(theirs_c.c_row)
     assert reference.stats["events"] == events.stats["events"] and reference.measured is None
+    return events, found
 
 
 def _without_trigger_texts(found):

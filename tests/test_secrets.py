@@ -124,7 +124,8 @@ RAW_WRITERS = {
     "(scanner._masked), the events table's `measures` flattened",
     ("scan/taskfile.py", "ParquetWriter"): "a task's file: the events table's or the measures' rows (above)",
     ("scan/taskfile.py", "write_table"): "the same",
-    ("analytics/metrics.py", "parquet"): "the measures read from the events table (masked when it was written), "
+    ("analytics/metrics.py", "parquet"): "the measures read from the events table or the tasks' rows (masked when "
+    "they were written), "
     "into the work dir for pyarrow to read (removed after the run)",
     ("fleet/run.py", "parquet"): "the lake's events: the scan's events table, masked when it was written",
     ("fleet/lake.py", "parquet"): "the lake's other tables: rows through outbound.rows",

@@ -166,3 +166,33 @@ def test_an_event_only_a_metric_measures_is_written_only_as_its_measured_rows(sc
             assert all(r["ts"] == (event["ts"] if r["time"] is None else None) for r in measured[key]), key
     assert len(written) == len(kept) - len(only)
     assert any(r["time"] is None and r["ts"] for r in rows)  # (the triggers: their line's time found from `ts`)
+
+
+def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
+    """A measure-only row of the real log is dropped from the events table; the same row with any one reason to
+    be read there (a WARN level, a rule's match, a catalogue hit, a group of repeated warnings, a second line)
+    keeps its events row. The values put in are another real row's (its match, its catalogue hit)."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan import scanner
+
+    batch = pa.Table.from_batches(scanned[0]).combine_chunks().to_batches()[0]
+    rows = batch.to_pylist()
+    only = next(
+        i for i, r in enumerate(rows) if r["measures"] and scanner._events_rows(batch.slice(i, 1)).num_rows == 0
+    )
+    matched = next(r["matches"] for r in rows if r["matches"])
+    entries = next(r["entries"] for r in rows if r["entries"])
+    row = rows[only]
+    variants = {
+        "warn": {"level": "WARN"},
+        "error": {"level": "ERROR"},
+        "match": {"matches": matched},
+        "catalogue": {"entries": entries},
+        "repeats": {"repeats": 3},
+        "two lines": {"last_rel": row["first_rel"] + 1},
+    }
+    for name, changed in variants.items():
+        variant = pa.RecordBatch.from_pylist([{**row, **changed}], schema=batch.schema)
+        assert scanner._events_rows(variant).num_rows == 1, name
+    assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema)).num_rows == 0

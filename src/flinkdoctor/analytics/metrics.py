@@ -9,8 +9,6 @@ line per checkpoint.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -124,8 +122,7 @@ def extract(
     many = texts = None
     if measured is not None and measured <= FEW:
         frame, time = _measured(events, stored)
-        with _nanoseconds_read(events.sparkSession, stored):
-            table = frame.select("sid", "block", "first_rel", time.alias("time"), "host", "m.*").toArrow()
+        table = frame.select("sid", "block", "first_rel", time.alias("time"), "host", "m.*").toArrow()
     else:
         texts = _scanned(stored, measured)
         if texts is not None:  # the rows the scan tasks wrote: no Spark job
@@ -342,14 +339,18 @@ def _through_parquet(
 
     from ..scan.taskfile import filesystem_of
 
-    first = min(events.inputFiles())
-    folder = first[: first.rstrip("/").rfind("/")]  # the events table's folder
-    out = folder[: folder.rstrip("/").rfind("/")] + "/measures-by-spark.parquet"  # (beside the tasks' rows)
-    with _nanoseconds_read(events.sparkSession, stored):
-        frame.write.mode("overwrite").option("parquet.block.size", ROW_GROUP_BYTES).parquet(out)
+    # the events table's folder: the scan's (its tasks may have written no file: every event only measured)
+    table = stored.path.rstrip("/") if stored is not None else _parent(min(events.inputFiles()))
+    out = _parent(table) + "/measures-by-spark.parquet"  # (beside the tasks' rows)
+    frame.write.mode("overwrite").option("parquet.block.size", ROW_GROUP_BYTES).parquet(out)
     filesystem, path = filesystem_of(out.removeprefix("file://") if out.startswith("file:///") else out)
     texts = Texts(filesystem, path)
     return (*_read_split(texts, metrics, blocks, manifest), texts)
+
+
+def _parent(path: str) -> str:
+    """The folder a path (or a URI) is in."""
+    return path[: path.rstrip("/").rfind("/")]
 
 
 def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifest: Manifest):
@@ -672,11 +673,13 @@ def _measured(events, stored: EventsResult | None = None):
 def _task_rows(spark, stored: EventsResult):
     """The rows the scan tasks wrote (scan/measured.py) as `_measured` gives them: each line's time, the tasks' or,
     where they left it (its raw `ts` kept), parsed here; the triggers' and completions' captures, which the tasks
-    wrote as columns, as a map again. Read under `_nanoseconds_read`."""
+    wrote as columns, as a map again."""
     from pyspark.sql import functions as F
 
     from ..scan.events import parsed_time
 
+    if spark.conf.get(NANOS_AS_LONG, None) != "true":
+        spark.conf.set(NANOS_AS_LONG, "true")  # (for the session, and left set: NANOS_AS_LONG says why)
     rows = spark.read.schema(TASK_ROWS).parquet(stored.measured)
     entries = F.array(*[F.struct(F.lit(key).alias("k"), F.col(f"c_{key}").alias("v")) for key in CAPTURED])
     columns = F.map_from_entries(F.filter(entries, lambda entry: entry["v"].isNotNull()))
@@ -685,6 +688,9 @@ def _task_rows(spark, stored: EventsResult):
     return rows.select("sid", "bundle", "block", "first_rel", time.alias("time"), "host", measure.alias("m"))
 
 
+# Spark reads the tasks' rows' times (Arrow's nanoseconds) only as numbers, and only with this set. It is set for
+# the session and left set: a warm server's diagnoses share one session, and one restoring it while another reads
+# would fail the other's read. It only lets a read succeed that fails without it.
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 # the tasks' rows (scan/measured.py's `schema` of CAPTURED), their times as Spark reads Arrow's nanoseconds
 TASK_ROWS = (
@@ -700,30 +706,11 @@ def measured_spans(spark, stored: EventsResult) -> dict[int, tuple[datetime, dat
 
     if stored.measured is None:
         return {}
-    with _nanoseconds_read(spark, stored):
-        rows = (
-            _task_rows(spark, stored)
-            .groupBy("sid")
-            .agg(F.min("time").alias("a"), F.max("time").alias("b"))
-            .where(F.col("a").isNotNull())
-            .collect()
-        )
+    rows = (
+        _task_rows(spark, stored)
+        .groupBy("sid")
+        .agg(F.min("time").alias("a"), F.max("time").alias("b"))
+        .where(F.col("a").isNotNull())
+        .collect()
+    )
     return {row["sid"]: (row["a"], row["b"]) for row in rows}
-
-
-@contextmanager
-def _nanoseconds_read(spark, stored: EventsResult | None) -> Iterator[None]:
-    """Spark reads the tasks' rows' times (Arrow's nanoseconds, which Spark reads only as numbers) while a job on
-    them runs (`_task_rows` makes them times again); the session's setting is restored after."""
-    if stored is None or stored.measured is None:
-        yield
-        return
-    before = spark.conf.get(NANOS_AS_LONG, None)
-    spark.conf.set(NANOS_AS_LONG, "true")
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(NANOS_AS_LONG)
-        else:
-            spark.conf.set(NANOS_AS_LONG, before)

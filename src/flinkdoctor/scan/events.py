@@ -6,7 +6,8 @@ task per range list, and each task reads its bytes through pyarrow's file system
 lines, headers and candidate events itself (scanner.py), masks their secrets, splits their header fields,
 matches the rules on them (matcher.py) and writes the events it keeps: every event some signature could match,
 and every event at WARN level or above (whole text, capped at MAX_EVENT_LINES lines), each with the rules it
-matched. Every other event is only counted; Spark gets only the counts.
+matched. Every other event is only counted; Spark gets only the counts. With the measures written as rows of
+their own (scan/measured.py), an event only a metric measures is written only there, not in this table.
 
 An event that straddles two ranges belongs, whole, to the range its header starts in; the next range skips the
 continuation lines at its head. Line numbers in the table are relative to a range (`block`, its first byte):
@@ -155,7 +156,7 @@ def build_events(
     replaced). With a `matcher` (whose prefilter `prefilter` is), the tasks match its rules and metrics: each
     event's `matches` (findings.py reads them) and `measures` (analytics); without, they are empty. `bundle_of`:
     see `plan`. With `measured` (its kinds; its folder and zones are set here), the tasks write the measures as
-    rows too, under `out_dir` (EventsResult.measured)."""
+    rows too, under `out_dir` (EventsResult.measured), and an event only a metric measures only there."""
     out = Path(out_dir) / "events.parquet"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
