@@ -179,13 +179,12 @@ def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     and catalogue hits, the unexplained errors the WARN+ events. A long run's JobManager log is mostly such lines,
     a trigger and a completion per checkpoint: each written once, not twice. An event of more lines keeps its row:
     its other lines are in no measured row (a start-up block of configuration lines and the script's own)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     def empty(column: str) -> pa.Array:
         return pc.equal(pc.list_value_length(batch.column(column)), 0)
 
-    warned = pc.fill_null(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS))), False)
+    warned = _warned(batch.column("level"))
     measure_only = pc.and_(
         pc.and_(pc.invert(empty("measures")), pc.and_(empty("matches"), empty("entries"))),
         pc.and_(
@@ -221,6 +220,14 @@ class _EventsFile(TaskFile):
         import pyarrow as pa
 
         self.write_table(pa.Table.from_batches([batch]))
+
+
+def _warned(level: pa.Array) -> pa.Array:
+    """Per event, whether its level is WARN or above (false where it has none)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False)
 
 
 def _joinable(parts: list[Part]) -> list[list[Part]]:
@@ -636,7 +643,7 @@ class _Events:
             pc.or_(pc.greater(pc.list_value_length(matches), 0), pc.greater(pc.list_value_length(measured), 0)),
             pc.or_(
                 pc.greater(pc.list_value_length(entry_hits), 0),
-                pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False),
+                _warned(level),
             ),
         )
         if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
@@ -689,7 +696,6 @@ def _entry_hits(
     (Candidates.hits); a row whose text masking changed is matched again on its masked text."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     out: dict[int, list[dict[str, str | int]]] = {}
     index = matcher.catalogue if matcher is not None else None
@@ -701,7 +707,7 @@ def _entry_hits(
     rows = np.flatnonzero(with_hits | (candidate & masked))
     if not len(rows):
         return _sparse_lists(len(keep), out, _entries_type())
-    warn = pc.fill_null(pc.is_in(level.take(pa.array(rows)), pa.array(sorted(WARN_WORDS))), False)
+    warn = _warned(level.take(pa.array(rows)))
     evident = warn.to_numpy(zero_copy_only=False) | headerless[rows] | (not layout_by_id(part.layout).timed)
     # the rest holds a trace or not: RE2 over their texts at once (a stack trace's text is most of a part's kept
     # bytes, and turning it into Python strings cost more than the search); the masked ones' text is read
@@ -898,7 +904,7 @@ def _heads(text: pa.Array, level: pa.Array) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    warn = pc.indices_nonzero(pc.fill_null(pc.is_in(level, pa.array(sorted(WARN_WORDS))), False))
+    warn = pc.indices_nonzero(_warned(level))
     if not len(warn):
         return pa.nulls(len(text), pa.string())
     # the first HEAD_MAX chars, then up to the first line end: the first line cut to HEAD_MAX chars
