@@ -1026,11 +1026,13 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     import numpy as np
     import pyarrow as pa
 
-    text = text.cast(pa.large_string())
-    n = len(text)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + n + 1]
-    data = np.frombuffer(text.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    large = text.cast(pa.large_string())
+    n = len(large)
+    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + n + 1]
+    data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
     newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
+    if not len(newlines):  # every text one line (a batch of measured lines): the texts themselves, not a copy
+        return text.cast(pa.string())
     after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
     end = np.append(newlines, offsets[-1])[after]
     return spans(data, offsets[:-1], np.minimum(end, offsets[1:]))
