@@ -1,7 +1,7 @@
 """One part of a bundle as a scan task runs it (scan_part, no Spark): its task CPU, where it goes (cProfile), and
 a fingerprint of everything it keeps, to check that a change to the scan keeps every answer.
 
-    python bench/part_profile.py FILE [--part 0] [--profile 25] [--dump OUT.json] [--write]
+    python bench/part_profile.py FILE [--part 0] [--profile 25] [--dump OUT.json] [--write [--keep DIR]]
 
 FILE is one log of a bench bundle (e.g. bench/out/lab-1G/container_003/taskmanager.log). The file is ingested
 alone, split as the scan splits it, and part `--part` is scanned with the cycle collector off, as a task scans:
@@ -9,7 +9,7 @@ once untimed (the worker's first-call costs: regex compiles, the catalogue's dat
 profiled. `--write` times and profiles the part as the task runs it (scanner.run), its events' file and its
 measured rows written too (to a temporary folder). `--dump` writes per kept event its line, signatures, matches,
 measures, catalogue entries, level, repeats and a digest of its text; two dumps are equal when the scan kept and
-matched the same.
+matched the same. `--keep DIR`: the files the task wrote (DIR/events, DIR/measures) kept, to compare them.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--dump", help="write the kept events' fingerprint here")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="the task's files written too (scanner.run)")
+    parser.add_argument("--keep", help="with --write: keep the task's last written files in this (new) folder")
     args = parser.parse_args()
 
     import pyarrow as pa
@@ -56,9 +57,9 @@ def main() -> None:
 
         def written() -> None:  # as the task runs it: its events' file and measured rows written
             with tempfile.TemporaryDirectory() as files:
-                events, rows = Path(files) / "events", Path(files) / "measures"
-                events.mkdir()
-                rows.mkdir()
+                events, rows = Path(args.keep or files) / "events", Path(args.keep or files) / "measures"
+                events.mkdir(parents=True, exist_ok=True)
+                rows.mkdir(exist_ok=True)
                 spec = dataclasses.replace(measured_rows(load_metrics()), out_dir=str(rows))
                 ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
                 for _ in run(iter([ids]), [[part]], matcher.prefilter, str(events), matcher, spec):

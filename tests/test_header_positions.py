@@ -104,7 +104,8 @@ def test_groups_cut_at_their_places_are_the_captured_ones(layout):
 
 def test_an_events_first_line_is_cut_at_its_first_newline():
     """scanner._first_lines, the header's line of each event text, is the text split at its first newline: on
-    events of several real lines, with a carriage return and an empty line among them, and on an empty text."""
+    events of several real lines, with a carriage return and an empty line among them, and on an empty text; and
+    on texts of one line each (given back as they are), large or not, sliced or not."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -112,9 +113,13 @@ def test_an_events_first_line_is_cut_at_its_first_newline():
 
     real = lines()[:3000]
     texts = ["\n".join(real[i : i + 3]) for i in range(0, len(real), 3)] + ["", "\n", real[0] + "\r\n" + real[1]]
-    for array in (pa.array(texts), pa.array(texts).slice(5)):
-        want = pc.list_element(pc.split_pattern(array, "\n", max_splits=1), 0)
-        assert _first_lines(array).to_pylist() == want.to_pylist()
+    single = [line.rstrip("\n") for line in real[:500]] + ["", real[0] + "\r"]
+    several = [pa.array(texts), pa.array(texts).slice(5), pa.array(texts, pa.large_string()).slice(1)]
+    one_line = [pa.array(single), pa.array(single).slice(7), pa.array(single, pa.large_string()).slice(3)]
+    for array in several + one_line:
+        want = pc.list_element(pc.split_pattern(array, "\n", max_splits=1), 0).cast(pa.string())
+        got = _first_lines(array)
+        assert got.type == pa.string() and got.to_pylist() == want.to_pylist()
 
 
 def test_a_prefix_whose_every_group_is_positional_is_captured():

@@ -406,3 +406,29 @@ def test_captures_looked_up_and_nulled_as_arrow_does():
         assert _nulled(compact, flags).to_pylist() == [
             None if f else v for f, v in zip(flags, sliced.to_pylist(), strict=True)
         ]
+
+
+def test_digits_read_as_the_regexes_say():
+    """`_digits` (Arrow's ASCII kernels) gives what the regexes `^[0-9]+$` and `^0+$` and a leading `0` say, on
+    the captured epochs and numbers above (digits of other scripts, signs, blanks, a line end, too many digits)
+    and on zeros of every length."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.scan.measured import LONG_DIGITS, _digits
+
+    values = pa.array(EPOCHS + NUMBERS + ["0" * 30, "00\n", "5\n", "\u0660", "0\u0660"], pa.string())
+    for sliced in (values, values.slice(3)):
+
+        def regex(pattern: str, values: pa.Array = sliced) -> np.ndarray:
+            return pc.fill_null(pc.match_substring_regex(values, pattern), False).to_numpy(zero_copy_only=False)
+
+        length = pc.fill_null(pc.binary_length(sliced), 0).to_numpy(zero_copy_only=False)
+        null = ~sliced.is_valid().to_numpy(zero_copy_only=False)
+        digits = regex("^[0-9]+$") & (length >= 1) & (length <= LONG_DIGITS)
+        found = _digits(sliced)
+        assert [f.tolist() for f in found] == [digits.tolist(), regex("^0+$").tolist(), null.tolist()]
+        canonical = ~regex("^0") | (length == 1)
+        found = _digits(sliced, canonical=True)
+        assert [f.tolist() for f in found] == [digits.tolist(), canonical.tolist(), null.tolist()]

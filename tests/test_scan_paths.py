@@ -91,3 +91,17 @@ def test_a_machine_without_hyperscan_keeps_the_same_events(tmp_path, matcher, mo
     by_re2 = _scanned(tmp_path / "re2", data, without, matcher)
     assert by_re2 == by_hyperscan
     assert sum(len(row.get("measures") or ()) for row in by_re2) > 50
+
+
+def test_small_batches_keep_the_rows_of_one_batch(tmp_path, matcher, monkeypatch):
+    """A part's kept events cut into batches of a few events each (every batch reads only its own candidates:
+    scanner._within) give the rows, signatures, matches and measures of one batch holding them all."""
+    from flinkdoctor.scan import scanner
+
+    data = _with_secrets()
+    whole = _scanned(tmp_path / "whole", data, matcher.prefilter, matcher)
+    monkeypatch.setattr(scanner, "OUT_EVENTS", 7)
+    cut = _scanned(tmp_path / "cut", data, matcher.prefilter, matcher)
+    assert cut == whole
+    assert len(whole) > 7 * 10 and sum(len(row.get("measures") or ()) for row in whole) > 50
+    assert sum(len(row.get("matches") or ()) for row in whole) > 5

@@ -159,8 +159,9 @@ def _nulled(captures: pa.MapArray, flags: npt.NDArray[np.bool_]) -> pa.MapArray:
 
 def _looked_up(captures: pa.MapArray, keys: tuple[str, ...]) -> dict[str, pa.Array]:
     """Per key, each row's value in the map (its first, as Spark's and Arrow's lookups give; null: no such key),
-    from one pass over the maps' entries (Arrow's map_lookup walks every map once per key). `captures` may be a
-    slice (a flattened list's child): its entries are read where they are."""
+    from one pass over the maps' entries (Arrow's map_lookup walks every map once per key): each entry's key found
+    among `keys` by one hash lookup, then each key's first entry per row taken. `captures` may be a slice (a
+    flattened list's child): its entries are read where they are."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -170,13 +171,13 @@ def _looked_up(captures: pa.MapArray, keys: tuple[str, ...]) -> dict[str, pa.Arr
     first, last = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
     owner = np.repeat(np.arange(n), np.diff(offsets))
     names, items = captures.keys.slice(first, last - first), captures.items.slice(first, last - first)
+    which = pc.fill_null(pc.index_in(names, pa.array(keys, pa.string())), -1).to_numpy(zero_copy_only=False)
     found = {}
-    for key in keys:
-        hit = pc.equal(names, key).to_numpy(zero_copy_only=False)
-        rows = owner[hit]
+    for number, key in enumerate(keys):
+        entries = np.flatnonzero(which == number)
         at = np.full(n, -1, dtype=np.int64)
-        at[rows[::-1]] = np.arange(len(rows))[::-1]  # (a key twice in one map: its first)
-        found[key] = items.filter(pa.array(hit)).take(pa.array(at, mask=at < 0))
+        at[owner[entries[::-1]]] = entries[::-1]  # (a key twice in one map: its first)
+        found[key] = items.take(pa.array(at, mask=at < 0))
     return found
 
 
@@ -207,13 +208,14 @@ def _digits(values: pa.Array, canonical: bool = False) -> tuple[Flags, Flags, Fl
     values = values.cast(pa.string())
     null = ~values.is_valid().to_numpy(zero_copy_only=False)
     length = pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False)
-    digits = pc.fill_null(pc.match_substring_regex(values, "^[0-9]+$"), False).to_numpy(zero_copy_only=False)
-    digits &= (length >= 1) & (length <= LONG_DIGITS)
+    # (ASCII decimal: every byte one of 0-9, and at least one)
+    digits = pc.fill_null(pc.ascii_is_decimal(values), False).to_numpy(zero_copy_only=False)
+    digits &= length <= LONG_DIGITS
     if canonical:
         leading = pc.fill_null(pc.starts_with(values, "0"), False).to_numpy(zero_copy_only=False)
         return digits, ~leading | (length == 1), null
-    zero = pc.fill_null(pc.match_substring_regex(values, "^0+$"), False).to_numpy(zero_copy_only=False)
-    return digits, zero, null
+    zeros = pc.fill_null(pc.equal(pc.ascii_ltrim(values, "0"), ""), False).to_numpy(zero_copy_only=False)
+    return digits, zeros & (length >= 1), null
 
 
 def _times(ts: pa.Array, layout_id: str, spec: MeasuredRows) -> tuple[Times, Flags]:

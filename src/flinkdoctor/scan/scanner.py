@@ -480,7 +480,9 @@ class _Events:
             part = keep[chunk : chunk + OUT_EVENTS]
             rows[:] = -1
             rows[part] = np.arange(len(part))
-            yield self._batch(part, begin, end, found, tried, rows, matcher, entries, repeats, maskable)
+            here = _within(found, part[0], part[-1])
+            tried_here = here if tried is found else _within(tried, part[0], part[-1])
+            yield self._batch(part, begin, end, here, tried_here, rows, matcher, entries, repeats, maskable)
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -664,6 +666,20 @@ class _Events:
             ]
         of = self.files.of_line[first]
         return [pa.array(self.files.sid[of]), pa.array(self.files.bundle[of]), pa.array(self.files.block[of])]
+
+
+def _within(found: dict[int, Positions], first: int, last: int) -> dict[int, Positions]:
+    """`found` (per signature, its candidate events, ascending) cut to the events first..last, one batch's: each
+    batch reads its own candidates, not every batch all of the part's (a production part's hundreds of thousands
+    of measured lines, in a batch of 20,000)."""
+    import numpy as np
+
+    here = {}
+    for number, events in found.items():
+        lo, hi = np.searchsorted(events, [first, last + 1])
+        if hi > lo:
+            here[number] = events[lo:hi]
+    return here
 
 
 def _repeats(keep: Positions, repeats: dict[int, int]) -> npt.NDArray[np.int32]:
@@ -1010,11 +1026,13 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     import numpy as np
     import pyarrow as pa
 
-    text = text.cast(pa.large_string())
-    n = len(text)
-    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset : text.offset + n + 1]
-    data = np.frombuffer(text.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    large = text.cast(pa.large_string())
+    n = len(large)
+    offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + n + 1]
+    data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
     newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
+    if not len(newlines):  # every text one line (a batch of measured lines): the texts themselves, not a copy
+        return text.cast(pa.string())
     after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
     end = np.append(newlines, offsets[-1])[after]
     return spans(data, offsets[:-1], np.minimum(end, offsets[1:]))
