@@ -137,3 +137,22 @@ def _days_from_civil(year: Numbers, month: Numbers, day: Numbers) -> Numbers:
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
     days: Numbers = era * 146097 + doe - 719468
     return days
+
+
+def with_time(batch: pa.RecordBatch, layout_id: str, zones: Zones | None) -> pa.RecordBatch:
+    """The events' batch with `time` appended: microseconds since 1970 (UTC) where read here, its `ts` then null;
+    elsewhere a null time and the raw `ts` kept, which `EventsResult.table` has Spark parse. Without `zones`
+    every time is left so (a scan that writes no measured rows: analytics then reads the raw `ts` itself). A
+    number, not a Parquet timestamp: Spark refuses a timestamp before 1900 from a file another writer wrote."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ts = batch.column("ts")
+    if zones is None:
+        return batch.append_column("time", pa.nulls(len(ts), pa.int64()))
+    times, _ = read_times(ts, layout_id, zones)
+    read = ~np.isnat(times)
+    micros = pa.array(times.astype("datetime64[us]").view(np.int64), pa.int64(), mask=~read)
+    kept = pc.if_else(pa.array(read), pa.scalar(None, pa.string()), ts)
+    return batch.set_column(batch.schema.get_field_index("ts"), "ts", kept).append_column("time", micros)
