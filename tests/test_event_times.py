@@ -16,13 +16,15 @@ from conftest import DATA
 
 def _edges(ts: str) -> list[str]:
     """A real `yyyy-MM-dd HH:mm:ss...` time at the calendar's edges: hour 24, minute and second 60, 30 February,
-    29 February of common and leap years, 31 April, and the years around those the task reads (1700-2261)."""
+    29 February of common and leap years, 31 April, a minute's digit another ASCII byte, and the years around
+    those the task reads (1700-2261)."""
     if ts[4:5] != "-" or ts[7:8] != "-" or len(ts) < 19:
         return []
     day, clock = ts[10:11], ts[19:]
     out = [ts[:11] + "24:00:00" + clock, ts[:14] + "60" + ts[16:], ts[:17] + "60" + ts[19:]]
     out += [f"{year}-02-{d}{day}{ts[11:]}" for year in ("1900", "2000", "2023", "2024") for d in ("28", "29", "30")]
     out += [f"{ts[:4]}-04-31{ts[10:]}", f"{ts[:4]}-12-31{day}23:59:59{clock}", f"{ts[:4]}-00-10{ts[10:]}"]
+    out += [ts[:15] + other + ts[16:] for other in (":", "A", "/", " ")]  # (an ASCII byte in a digit's place)
     return out + [f"{year}{ts[4:]}" for year in ("1699", "1700", "2261", "2262", "9999")]
 
 
