@@ -63,11 +63,11 @@ def test_a_time_the_task_reads_is_sparks(spark, tmp_path):
     import pyarrow as pa
 
     from flinkdoctor.scan.events import Times, parsed_time
-    from flinkdoctor.scan.measured import _fixed, _times
+    from flinkdoctor.scan.times import fixed_fields, read_times
     from flinkdoctor.sources.layouts import load_layouts
 
     found = _headers_times(tmp_path)
-    fixed = {layout.id for layout in load_layouts() if layout.time_format and _fixed(layout.time_format)}
+    fixed = {layout.id for layout in load_layouts() if layout.time_format and fixed_fields(layout.time_format)}
     assert {"flink-log4j2", "flink-logback", "zookeeper-server", "hadoop-daemon"} <= fixed
     assert fixed & set(found) >= {"flink-log4j2", "flink-logback"}  # (the layouts of the lab's and seeds' logs)
     checked = 0
@@ -79,7 +79,7 @@ def test_a_time_the_task_reads_is_sparks(spark, tmp_path):
         every += [None]
         for timezone, session in (("UTC", True), ("Asia/Shanghai", True), ("UTC", False)):
             ts = pa.array(every, pa.string())
-            mine, left = _times(ts, layout.id, _spec(timezone, session))
+            mine, left = read_times(ts, layout.id, _spec(timezone, session))
             frame = spark.createDataFrame(pa.table({"sid": pa.array([0] * len(every), pa.int32()), "ts": ts}))
             times = Times({layout.id: [0]}, 2019, timezone)
             theirs = frame.select(parsed_time(times).alias("t")).toArrow().column("t")
@@ -338,11 +338,11 @@ def test_a_fixed_time_is_the_calendars():
     import numpy as np
     import pyarrow as pa
 
-    from flinkdoctor.scan.measured import _fixed, _read_fixed
+    from flinkdoctor.scan.times import fixed_fields, read_fixed
 
     days = [date(1700, 1, 1) + timedelta(days=n) for n in range((date(2261, 12, 31) - date(1700, 1, 1)).days + 1)]
     texts = [f"{d.isoformat()} {n % 24:02d}:{n % 60:02d}:{(7 * n) % 60:02d},{n % 1000:03d}" for n, d in enumerate(days)]
-    times, read = _read_fixed(pa.array(texts), *_fixed("yyyy-MM-dd HH:mm:ss,SSS"))
+    times, read = read_fixed(pa.array(texts), *fixed_fields("yyyy-MM-dd HH:mm:ss,SSS"))
     assert read.all()
     expected = [datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f") for t in texts]
     assert times.astype("datetime64[us]").tolist() == expected
@@ -352,7 +352,7 @@ def test_a_fixed_time_is_the_calendars():
         for m in range(0, 14)
         for d in (0, 29, 30, 31)
     ]
-    times, read = _read_fixed(pa.array(odd), *_fixed("yyyy-MM-dd HH:mm:ss"))
+    times, read = read_fixed(pa.array(odd), *fixed_fields("yyyy-MM-dd HH:mm:ss"))
 
     def valid(text):
         try:
@@ -372,7 +372,7 @@ def test_a_fixed_time_is_the_calendars():
         "yyyy-MM-dd HH:mm",
         "yyyy-MM-dd'' HH:mm:ss",
     ):
-        assert _fixed(pattern) is None, pattern
+        assert fixed_fields(pattern) is None, pattern
 
 
 def test_captures_looked_up_and_nulled_as_arrow_does():

@@ -45,7 +45,7 @@ def scanned(rules, tmp_path_factory):
     batches = [out for part in tasks[0] for out in scan_part(part, matcher.prefilter, matcher)]
     batches = [b for b in batches if not isinstance(b, PartStats)]
     rows = [flat_rows(b, spec, tasks[0][0].layout)[0] for b in batches]
-    return batches, [r for r in rows if r is not None], work, spec.captured
+    return batches, [r for r in rows if r is not None], work, spec
 
 
 def _encodings(path: Path) -> dict[str, set[str]]:
@@ -63,13 +63,16 @@ def _encodings(path: Path) -> dict[str, set[str]]:
 def test_leaf_paths_are_the_ones_parquet_writes(scanned):
     """leaf_paths names each column as the written file does, and each plain column is one of them (a renamed
     column would otherwise get its dictionary back unnoticed)."""
+    import pyarrow as pa
+
     from flinkdoctor.scan import measured, scanner
     from flinkdoctor.scan.taskfile import leaf_paths
 
-    _, _, work, captured = scanned
+    _, _, work, spec = scanned
+    events = scanner._schema().append(pa.field("time", pa.int64()))  # (the file's own: times.with_time)
     for path, schema, plain in (
-        (work / "events" / "part-00000.parquet", scanner._schema(), scanner.PLAIN_COLUMNS),
-        (work / "measures" / "part-00000.parquet", measured.schema(captured), measured.PLAIN_COLUMNS),
+        (work / "events" / "part-00000.parquet", events, scanner.PLAIN_COLUMNS),
+        (work / "measures" / "part-00000.parquet", measured.schema(spec.captured), measured.PLAIN_COLUMNS),
     ):
         written = list(_encodings(path))
         assert leaf_paths(schema) == written
@@ -82,10 +85,13 @@ def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
     import pyarrow.parquet as pq
 
     from flinkdoctor.scan import measured, scanner
+    from flinkdoctor.scan.times import with_time
 
-    batches, rows, work, _ = scanned
+    batches, rows, work, spec = scanned
     assert rows and batches
-    events = pa.Table.from_batches([scanner._events_rows(batch) for batch in batches])  # (test below)
+    kept = [scanner._events_rows(batch) for batch in batches]  # (test below)
+    events = pa.Table.from_batches([with_time(batch, "flink-log4j2", spec) for batch in kept])
+    assert events.column("time").null_count < events.num_rows // 2  # (the times the task read: test_event_times)
     for path, plain, expected in (
         (work / "events" / "part-00000.parquet", scanner.PLAIN_COLUMNS, events),
         (work / "measures" / "part-00000.parquet", measured.PLAIN_COLUMNS, pa.concat_tables(rows)),

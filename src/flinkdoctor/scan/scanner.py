@@ -46,6 +46,7 @@ from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
 from .re2 import extract, matching, re2_regex
 from .taskfile import TaskFile, filesystem_of
+from .times import Zones, with_time
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,7 +62,7 @@ EXTEND = 64 * 1024  # first read past a range's end, doubled until the next head
 OUT_EVENTS = 20_000  # events per Arrow batch written
 ROW_GROUP_BYTES = 64 * 1024 * 1024  # events' bytes gathered into one Parquet row group
 # the events' short columns of (nearly) distinct values, written without a dictionary (taskfile.py)
-PLAIN_COLUMNS = frozenset(("first_rel", "last_rel", "ts", "measures.list.element.captures.key_value.value"))
+PLAIN_COLUMNS = frozenset(("first_rel", "last_rel", "ts", "time", "measures.list.element.captures.key_value.value"))
 # the events' columns no filter of Spark's reads by value: written without statistics (taskfile.py)
 UNSTATED_COLUMNS = frozenset(("sigs", "matches", "measures", "entries", "message", "text", "head"))
 JOIN_BYTES = 32 * 1024 * 1024  # whole small files scanned together, at most (scan_parts)
@@ -71,11 +72,12 @@ TRACE = re.compile("(?m)" + EXCEPTION_LINE.removeprefix("(?m)") + r"|^\s*at\s+\S
 MATCHES = "array<struct<rule: string, captures: map<string, string>, idx: int>>"
 MEASURES = "array<struct<metric: int, idx: int, line: string, captures: map<string, string>, job: string>>"
 ENTRIES = "array<struct<entry: string, idx: int>>"  # the catalogue's entries an event matches, and the line
-# the events as the tasks write them (events.py reads them, and adds `time` parsed from `ts`)
+# the events as the tasks write them: scan_part's batches (_schema) and their `time` (times.with_time), in
+# microseconds, where the task read it; events.py has Spark parse the `ts` of the others
 STORED_SCHEMA = (
     f"sid int, bundle int, block long, first_rel long, last_rel long, orphan boolean, sigs array<int>, "
     f"matches {MATCHES}, measures {MEASURES}, entries {ENTRIES}, ts string, level string, logger string, "
-    "thread string, host string, uptime double, message string, text string, repeats int, head string"
+    "thread string, host string, uptime double, message string, text string, repeats int, head string, time long"
 )
 COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned", "catalogued")
 OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
@@ -157,7 +159,7 @@ def run(
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
             with (
                 _no_cycle_collection(),
-                _EventsFile(out_dir, task) as written,
+                _EventsFile(out_dir, task, measured) as written,
                 nullcontext() if measured is None else MeasuresFile(measured, task) as rows,
             ):
                 for joined in _joinable(parts):  # (one layout each)
@@ -165,10 +167,10 @@ def run(
                         if isinstance(out, PartStats):
                             stats.append(out)
                         elif rows is None:
-                            written.write(out)
+                            written.write(out, joined[0].layout)
                         else:
                             rows.write(out, joined[0].layout)
-                            written.write(_events_rows(out))
+                            written.write(_events_rows(out), joined[0].layout)
             yield _stats(stats)
 
 
@@ -211,15 +213,17 @@ def _no_cycle_collection() -> Iterator[None]:
 
 
 class _EventsFile(TaskFile):
-    """One task's Parquet file of events (TaskFile), in row groups of about ROW_GROUP_BYTES."""
+    """One task's Parquet file of events (TaskFile), in row groups of about ROW_GROUP_BYTES, with the times the
+    task reads as Spark would (times.with_time: with `zones`, which the measured rows' spec gives)."""
 
-    def __init__(self, out_dir: str, task: int):
+    def __init__(self, out_dir: str, task: int, zones: Zones | None = None):
         super().__init__(out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS, UNSTATED_COLUMNS)
+        self.zones = zones
 
-    def write(self, batch: pa.RecordBatch) -> None:
+    def write(self, batch: pa.RecordBatch, layout: str) -> None:
         import pyarrow as pa
 
-        self.write_table(pa.Table.from_batches([batch]))
+        self.write_table(pa.Table.from_batches([with_time(batch, layout, self.zones)]))
 
 
 def _warned(level: pa.Array) -> pa.Array:
@@ -877,7 +881,7 @@ def _stats(stats: list[PartStats]) -> pa.RecordBatch:
 
 
 def _schema() -> pa.Schema:
-    """STORED_SCHEMA as Arrow."""
+    """scan_part's batches: STORED_SCHEMA but the `time` the events' file adds (_EventsFile), as Arrow."""
     import pyarrow as pa
 
     return pa.schema(
@@ -966,7 +970,7 @@ def _masked(text: pa.Array, maskable: Flags | None = None) -> tuple[pa.Array, Fl
     return pc.replace_with_mask(text, pa.array(hit), pa.array(masked, type=text.type)), changed
 
 
-# the header's fields as the events table keeps them (`ts` raw: Spark parses it when the table is read)
+# the header's fields as the events table keeps them (`ts` raw: the events' file reads its time, _EventsFile)
 HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
