@@ -89,7 +89,7 @@ class Figures:
     percentiles: dict[str, float]
     longest: float | None  # the longest duration (None: none)
     no_trend: bool  # too few timed points, or too short a span, for a trend
-    series: list[Point] | None  # the series' points (None: taken per job)
+    series: list[Point]  # the series' points
 
 
 @dataclass
@@ -222,7 +222,7 @@ class Completed:
         """_series of `points` and these together, with a Point made only for the rows it keeps."""
         import numpy as np
 
-        if self.figures is not None and self.figures.series is not None and not points:
+        if self.figures is not None and not points:
             return list(self.figures.series)
         if len(points) + len(self) <= most:
             return sorted(points + self.points(range(len(self))), key=_in_time)
@@ -234,6 +234,8 @@ class Completed:
         timed = np.arange(0) if every else np.flatnonzero(~untimed)
         del untimed
         pick, count = (slice(None), len(self)) if every else (timed, len(timed))
+        if not count and not listed:  # (no completion with a time: the untimed ones, as _series keeps them)
+            return sorted(rest, key=_in_time)
         if listed:
             times = np.concatenate([self.times[pick], np.array([p.time for p in listed], "datetime64[us]")])
             ids = np.concatenate([self.ids[pick], np.array([p.id or 0 for p in listed], np.int64)])
@@ -392,10 +394,9 @@ class Bulk:
         steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
         consecutive = (np.diff(numbers) == 1) & (np.diff(owner) == 0)
         gaps = steps[consecutive] / 10**6 * 1000
-        present, starts = grouped.runs(owner[:-1][consecutive])
-        ends = np.append(starts[1:], len(gaps)).tolist()
+        present, starts, ends = grouped.runs(owner[:-1][consecutive])
         found = {c.jobs[n]: gaps[:0] for n in codes.tolist()}  # (one trigger: none)
-        for n, start, end in zip(present.tolist(), starts.tolist(), ends, strict=True):
+        for n, start, end in zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True):
             found[c.jobs[n]] = gaps[start:end]
         return found
 
@@ -406,8 +407,8 @@ class Bulk:
         from . import grouped
 
         c = self.columns
-        present, starts = grouped.runs(c.c_job[rows])
-        size = np.diff(np.append(starts, len(rows)))
+        present, starts, ends = grouped.runs(c.c_job[rows])
+        size = ends - starts
         durations, micros = c.c_duration[rows], c.c_time[rows].view(np.int64)
         timed = ~np.isnan(durations)
         group = np.repeat(np.arange(len(present)), size)
@@ -435,8 +436,7 @@ class Bulk:
 
     def _small_series(self, rows, group, size, dated, most: int) -> list:
         """Per job (group) its series' points as Completed.series_with gives them with no other point listed:
-        every row up to `most`; past it the untimed ones and each span's shortest and longest (None: a job of
-        untimed rows only, taken per job)."""
+        every row up to `most`; past it the untimed ones and each span's shortest and longest."""
         import numpy as np
 
         from . import grouped
@@ -457,14 +457,10 @@ class Bulk:
         kept[thin[grouped.first_extremes(values, (span, at))]] = True
         picked = np.flatnonzero(kept)
         whole, made = self._whole(), []
-        for at in range(0, len(picked), FIT_STEP):  # (a slice at a time: no list per field of every Point)
-            made += whole.points(rows[picked[at : at + FIT_STEP]])
+        for cut in range(0, len(picked), FIT_STEP):  # (a slice at a time: no list per field of every Point)
+            made += whole.points(rows[picked[cut : cut + FIT_STEP]])
         cuts = np.searchsorted(picked, np.append(starts, len(rows))).tolist()
-        untaken = (size > most) & (timed == 0)
-        return [
-            None if skip else sorted(made[cuts[g] : cuts[g + 1]], key=_in_time)
-            for g, skip in enumerate(untaken.tolist())
-        ]
+        return [sorted(made[cuts[g] : cuts[g + 1]], key=_in_time) for g in range(len(size))]
 
     def _whole(self) -> Completed:
         """Every completion as one Completed, each row's Point of its own job (prepare's)."""

@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def runs(codes) -> tuple[Any, Any]:
-    """(the codes present, where each one's run starts): `codes` sorted, each code's rows together."""
+def runs(codes) -> tuple[Any, Any, Any]:
+    """(the codes present, where each one's run starts, where it ends): `codes` sorted, each code's rows
+    together."""
     import numpy as np
 
     if not len(codes):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     starts = np.flatnonzero(np.diff(codes, prepend=codes[0] - 1))
-    return np.asarray(codes[starts], np.int64), starts
+    return np.asarray(codes[starts], np.int64), starts, np.append(starts[1:], len(codes))
 
 
 def ranges(starts, ends):
