@@ -1640,7 +1640,8 @@ def test_a_float32_column_is_compared_and_fitted_as_float64():
 
 def _small_jobs(rows: int, jobs: int, seed: int, *, hours: bool = False):
     """_hostile_columns' rows spread over `jobs` jobs (a session cluster's: a few checkpoints each), one job's
-    completions all untimed; `hours`: the completions a minute apart, their durations rising (trends)."""
+    completions all untimed; `hours`: each job's completions a minute and a few microseconds apart, 3 to 60 of
+    them (spans of 2 to 59 minutes: a trend needs 30), their durations rising."""
     import numpy as np
     import pyarrow as pa
 
@@ -1652,7 +1653,9 @@ def _small_jobs(rows: int, jobs: int, seed: int, *, hours: bool = False):
     columns.c_job = rng.integers(0, jobs, rows).astype(np.int32)
     columns.c_time[columns.c_job == 5] = np.datetime64("NaT")
     if hours:
-        columns.c_time = (rng.permutation(rows).astype(np.int64) * 60 * 10**6).astype("datetime64[us]")
+        columns.c_job = np.repeat(np.arange(jobs), 3 + np.arange(jobs) % 58)[:rows].astype(np.int32)
+        minutes = np.arange(rows, dtype=np.int64) * 60 * 10**6
+        columns.c_time = (minutes + rng.integers(0, 7, rows)).astype("datetime64[us]")
         columns.c_duration = np.arange(rows, dtype=np.float64) * 3 + 50
     return columns
 
@@ -1665,8 +1668,10 @@ def _analysed(columns, effective):
 
     given = Measured()
     given.checkpoints = copy.copy(columns)
-    section, jobs = analyse_checkpoints(given, Manifest([], Path("."), None), effective, {s: "jm.log" for s in range(4)})
-    return section, [sorted((rule, repr(points)) for rule, points in job.evidence.items()) for job in jobs]
+    section, jobs = analyse_checkpoints(
+        given, Manifest([], Path("."), None), effective, {s: "jm.log" for s in range(4)}
+    )
+    return section, [(sorted((k, repr(v)) for k, v in job.evidence.items()), job.longest_ms) for job in jobs]
 
 
 @pytest.mark.unit
@@ -1684,7 +1689,7 @@ def test_small_jobs_taken_together_get_the_analysis_each_gets_alone(monkeypatch)
     trended = thinned = 0
     for columns in (_small_jobs(3000, 300, 3), _small_jobs(800, 40, 4, hours=True)):
         for effective in (_with_timeout(), _with_timeout("20 ms")):
-            for most in (600, 100_000):
+            for most in (600, 1000, 2400, 100_000):
                 monkeypatch.setattr(checkpoints, "SERIES_MAX", most)
                 with monkeypatch.context() as alone:
                     alone.setattr(checkpoints.Bulk, "prepare", lambda self, jobs, most: None)
