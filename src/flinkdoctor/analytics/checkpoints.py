@@ -464,22 +464,26 @@ class Bulk:
 
     def _whole(self) -> Completed:
         """Every completion as one Completed, each row's Point of its own job (prepare's)."""
+        return self._completions("", slice(None), owners=(self.columns.c_job, self.columns.jobs))
+
+    def _completions(self, job: str, cut: slice, **more) -> Completed:
+        """The completions of rows `cut`: slices of the sorted columns, no copy."""
         c = self.columns
-        place = (c.c_sid, c.c_line, c.c_host, c.c_row)
+        place = (c.c_sid[cut], c.c_line[cut], c.c_host[cut], c.c_row[cut])
         return Completed(
-            "",
-            c.c_number,
-            c.c_time,
-            c.c_duration,
-            c.c_size,
-            c.c_row,
+            job,
+            c.c_number[cut],
+            c.c_time[cut],
+            c.c_duration[cut],
+            c.c_size[cut],
+            c.c_row[cut],
             c.text,
             self.paths,
             self.texts,
             self.pending,
             place,
             [*c.hosts, None],
-            owners=(c.c_job, c.jobs),
+            **more,
         )
 
     @cached_property
@@ -540,24 +544,7 @@ class Bulk:
         _, _, _, start, end = self._by_job[job]
         if start == end:
             return None
-        c = self.columns
-        cut = slice(start, end)
-        place = (c.c_sid[cut], c.c_line[cut], c.c_host[cut], c.c_row[cut])
-        return Completed(
-            job,
-            c.c_number[cut],
-            c.c_time[cut],
-            c.c_duration[cut],
-            c.c_size[cut],
-            c.c_row[cut],
-            c.text,
-            self.paths,
-            self.texts,
-            self.pending,
-            place,
-            [*c.hosts, None],
-            self.figures.pop(job, None),  # (each job's once: not held past its analysis)
-        )
+        return self._completions(job, slice(start, end), figures=self.figures.pop(job, None))  # (popped: not held)
 
     def any_duration(self) -> bool:
         import numpy as np
