@@ -1636,3 +1636,114 @@ def test_a_float32_column_is_compared_and_fitted_as_float64():
     hours = np.arange(2000, dtype=np.float64) / 60
     assert _fit(hours, values) == _fit(hours, values.astype(np.float64))  # (slope, intercept, r: every bit)
     assert _trend_of(hours, values, None) == _trend_of(hours, values.astype(np.float64), None)
+
+
+def _small_jobs(rows: int, jobs: int, seed: int, *, hours: bool = False):
+    """_hostile_columns' rows spread over `jobs` jobs (a session cluster's: a few checkpoints each), one job's
+    completions all untimed; `hours`: each job's completions a minute and a few microseconds apart, 3 to 60 of
+    them (spans of 2 to 59 minutes: a trend needs 30), their durations rising."""
+    import numpy as np
+    import pyarrow as pa
+
+    columns = _hostile_columns(rows, seed)
+    columns.text = pa.array([f"line {n}" for n in range(2 * rows + 2)])
+    rng = np.random.default_rng(seed + 1)
+    columns.jobs = [f"{k * 7919 % jobs:032x}" for k in range(jobs)]  # (names not in the order read)
+    columns.t_job = rng.integers(0, jobs, rows).astype(np.int32)
+    columns.c_job = rng.integers(0, jobs, rows).astype(np.int32)
+    columns.c_time[columns.c_job == 5] = np.datetime64("NaT")
+    if hours:
+        columns.c_job = np.repeat(np.arange(jobs), 3 + np.arange(jobs) % 58)[:rows].astype(np.int32)
+        minutes = np.arange(rows, dtype=np.int64) * 60 * 10**6
+        columns.c_time = (minutes + rng.integers(0, 7, rows)).astype("datetime64[us]")
+        columns.c_duration = np.arange(rows, dtype=np.float64) * 3 + 50
+    return columns
+
+
+def _analysed(columns, effective):
+    """The checkpoint section of `columns` (copied: the analysis sorts them) and each job's evidence."""
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    given = Measured()
+    given.checkpoints = copy.copy(columns)
+    section, jobs = analyse_checkpoints(
+        given, Manifest([], Path("."), None), effective, {s: "jm.log" for s in range(4)}
+    )
+    return section, [(sorted((k, repr(v)) for k, v in job.evidence.items()), job.longest_ms) for job in jobs]
+
+
+@pytest.mark.unit
+def test_small_jobs_taken_together_get_the_analysis_each_gets_alone(monkeypatch):
+    """Bulk.prepare's figures of many small jobs at once (grouped.py) are those each job's own path gives, to every
+    report field and evidence point: hostile columns (numbers repeated, absent and past 2^62; times equal, absent,
+    a job's all absent; durations absent, negative, infinite, 309 digits), series whole and thinned, trends fitted
+    and not, two timeouts, the jobs taken 7 at a time."""
+    from flinkdoctor.analytics import checkpoints
+
+    taken = []  # (how many jobs each share gave figures)
+    figures = checkpoints.Bulk._small_figures
+    monkeypatch.setattr(checkpoints.Bulk, "_small_figures", lambda *a: taken.append(len(f := figures(*a))) or f)
+    monkeypatch.setattr(checkpoints, "PREPARED", 7)
+    trended = thinned = 0
+    for columns in (_small_jobs(3000, 300, 3), _small_jobs(800, 40, 4, hours=True)):
+        for effective in (_with_timeout(), _with_timeout("20 ms")):
+            for most in (600, 1000, 2400, 100_000):
+                monkeypatch.setattr(checkpoints, "SERIES_MAX", most)
+                with monkeypatch.context() as alone:
+                    alone.setattr(checkpoints.Bulk, "prepare", lambda self, jobs, most: None)
+                    expected = _analysed(columns, effective)
+                assert _analysed(columns, effective) == expected
+                trended += sum(job.trend is not None for job in expected[0].jobs)
+                thinned += sum(len(job.series) < sum(job.counts.values()) for job in expected[0].jobs)
+    assert trended and thinned
+    assert sum(taken) > 1000  # (the jobs did take the figures)
+
+
+@pytest.mark.unit
+def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
+    """A session cluster's jobs: the numpy work per job (percentiles, spans, the Points made) is done once per
+    share of PREPARED jobs, for 300 jobs as for 10, and each job gets the analysis it gets alone."""
+    from flinkdoctor.analytics import checkpoints, grouped
+    from flinkdoctor.analytics.config import Effective
+    from flinkdoctor.analytics.metrics import Measured
+    from flinkdoctor.sources.ingest import Manifest
+
+    calls = {"per job": 0, "per share": 0}
+
+    def counted(owner, name: str, kind: str):
+        real = getattr(owner, name)
+
+        def count(*args, **kwargs):
+            calls[kind] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, count)
+
+    for name in ("_nearest_ranks", "_span_starts", "_median"):
+        counted(checkpoints, name, "per job")
+    counted(checkpoints.Completed, "points", "per job")
+    counted(grouped, "nearest_ranks", "per share")
+    monkeypatch.setattr(checkpoints, "PREPARED", 100)
+
+    def run(jobs: int):
+        calls.update({"per job": 0, "per share": 0})
+        measures = []
+        for k in range(jobs):
+            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+        given = Measured()
+        given.checkpoints = _as_columns(measures)
+        section, _ = checkpoints.analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+        return section, dict(calls)
+
+    (alone, _), (few, few_calls), (many, many_calls) = run(1), run(10), run(300)
+    assert few_calls == {"per job": 10 + 1, "per share": 1}  # (the Points of the series: one call a share)
+    assert many_calls == {"per job": 300 + 3, "per share": 3}
+    for job in (few.jobs[3], many.jobs[123], many.jobs[-1]):
+        assert (job.counts, job.interval, job.percentiles, [p.duration_ms for p in job.series]) == (
+            alone.jobs[0].counts,
+            alone.jobs[0].interval,
+            alone.jobs[0].percentiles,
+            [p.duration_ms for p in alone.jobs[0].series],
+        )

@@ -47,6 +47,8 @@ TREND_MIN_POINTS, TREND_MIN_SPAN_H, TREND_MIN_R = 5, 0.5, 0.5
 PERIODIC_MIN_GAPS, PERIODIC_MAX_SPREAD = 3, 0.25  # at least 4 failures, gaps within 25 % of their median
 EPISODE_S = 1.0  # failures closer than this are one episode (the same failure read from two sources)
 SHARES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "max": 1.0}  # the percentiles of completed durations
+SMALL = 1_024  # a job of at most this many triggers and completions is analysed with the others (Bulk.prepare)
+PREPARED = 8_192  # jobs whose figures Bulk.prepare takes at a time
 SERIES_MAX = 10_000  # points of all jobs' series in the report, shared evenly; more are thinned (_series)
 OVER_SHOWN = 1_000  # checkpoints longer than the interval given as evidence (the earliest and the latest half)
 
@@ -78,6 +80,18 @@ class JobAnalysis:
     longest_ms: float = 0  # the longest completed checkpoint or timed step (expired ones last the timeout)
 
 
+@dataclass(slots=True)
+class Figures:
+    """A small job's figures, taken with every other small job's at once (Bulk.prepare, grouped.py): what
+    Completed's methods give for the job when no other point of it is listed."""
+
+    timed: int  # completions with a duration
+    percentiles: dict[str, float]
+    longest: float | None  # the longest duration (None: none)
+    no_trend: bool  # too few timed points, or too short a span, for a trend
+    series: list[Point]  # the series' points
+
+
 @dataclass
 class Completed:
     """One job's completed checkpoints of a long run, as columns (one row per checkpoint, in time order; integers
@@ -95,6 +109,8 @@ class Completed:
     pending: list = field(default_factory=list)  # (Point, row) whose text Bulk.fill reads, all jobs' at once
     place: tuple = ()  # numpy sid, line, host (a code of `hosts`, -1: none) and the text's row
     hosts: list = field(default_factory=list)
+    figures: Figures | None = None  # (a small job's, taken with the others')
+    owners: tuple = ()  # (rows of many jobs: each row's job code and the jobs' names)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -111,6 +127,18 @@ class Completed:
 
         return np.sort(self.ids)
 
+    def percentiles(self, listed: list[float]) -> dict[str, float]:
+        """_nearest_ranks of the durations, after those `listed`."""
+        if self.figures is not None and not listed:
+            return self.figures.percentiles
+        return _nearest_ranks(self.durations(listed), SHARES)
+
+    def longest(self) -> float:
+        """The longest duration (a job with one)."""
+        if self.figures is not None and self.figures.longest is not None:
+            return self.figures.longest
+        return float(self.durations().max())
+
     def durations(self, listed: list[float] | None = None):
         """The durations (a copy), after those `listed` (then as float64)."""
         import numpy as np
@@ -121,6 +149,8 @@ class Completed:
     def timed_count(self) -> int:
         import numpy as np
 
+        if self.figures is not None:
+            return self.figures.timed
         return int((~np.isnan(self.durations_ms)).sum())
 
     def points(self, at) -> list[Point]:
@@ -140,9 +170,10 @@ class Completed:
             texts = self.table.take(pa.array(self.rows[at])).to_pylist()
         ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
         durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
+        names = [self.owners[1][code] for code in self.owners[0][at].tolist()] if self.owners else None
         made = [
             Point(
-                self.job,
+                names[k] if names else self.job,
                 ids[k] if ids[k] >= 0 else None,
                 times[k],
                 "completed",
@@ -165,6 +196,8 @@ class Completed:
         """How many took longer than `ms`, and Points of the earliest and latest OVER_SHOWN of them."""
         import numpy as np
 
+        if self.figures is not None and (self.figures.longest is None or not self.figures.longest > ms):
+            return 0, []
         found = np.flatnonzero(self.durations_ms > np.float64(ms))  # (a float32 column: compared as float64)
         shown = (
             found
@@ -189,6 +222,8 @@ class Completed:
         """_series of `points` and these together, with a Point made only for the rows it keeps."""
         import numpy as np
 
+        if self.figures is not None and not points:
+            return list(self.figures.series)
         if len(points) + len(self) <= most:
             return sorted(points + self.points(range(len(self))), key=_in_time)
         listed = [p for p in points if p.status == "completed" and p.time is not None]
@@ -199,6 +234,8 @@ class Completed:
         timed = np.arange(0) if every else np.flatnonzero(~untimed)
         del untimed
         pick, count = (slice(None), len(self)) if every else (timed, len(timed))
+        if not count and not listed:  # (no completion with a time: the untimed ones, as _series keeps them)
+            return sorted(rest, key=_in_time)
         if listed:
             times = np.concatenate([self.times[pick], np.array([p.time for p in listed], "datetime64[us]")])
             ids = np.concatenate([self.ids[pick], np.array([p.id or 0 for p in listed], np.int64)])
@@ -233,6 +270,8 @@ class Completed:
         import numpy as np
 
         listed = [p for p in completed if p.time and p.duration_ms is not None]
+        if not listed and self.figures is not None and self.figures.no_trend:
+            return None
         if listed:
             times = np.concatenate([self.times, np.array([p.time for p in listed], "datetime64[us]")])
             values = np.concatenate([self.durations_ms, np.array([p.duration_ms for p in listed])])
@@ -280,6 +319,8 @@ class Bulk:
     paths: dict = field(default_factory=dict)
     texts: Any = None  # metrics.Texts: the completions' text, read for the Points made only (fill)
     pending: list = field(default_factory=list)
+    small_gaps: dict = field(default_factory=dict)  # job -> its trigger gaps (prepare)
+    figures: dict = field(default_factory=dict)  # job -> Figures (prepare)
 
     @staticmethod
     def of(checkpoints, paths: dict[int, str], texts=None) -> Bulk:
@@ -302,28 +343,148 @@ class Bulk:
         return len(self.columns) if self.columns is not None else 0
 
     @cached_property
-    def _by_job(self) -> dict[str, dict]:
-        """Per job, the span of its triggers (by checkpoint) and of its completions (in time order, untimed last)
-        in the sorted columns. One sort of all rows and one cut at each job's boundary: a session cluster's log
-        has 100,000 jobs, and a pass over every row per job would be quadratic."""
+    def _by_job(self) -> dict[str, tuple[int, int, int, int, int]]:
+        """Per job, its code, the span of its triggers (by checkpoint) and of its completions (in time order,
+        untimed last) in the sorted columns. One sort of all rows and one cut at each job's boundary: a session
+        cluster's log has 100,000 jobs, and a pass over every row per job would be quadratic."""
         import numpy as np
 
         if self.columns is None:
             return {}
         c = self.columns
         c.sort()
-        cut_trig = np.searchsorted(c.t_job, np.arange(len(c.jobs) + 1))
-        cut_done = np.searchsorted(c.c_job, np.arange(len(c.jobs) + 1))
+        cut_trig = np.searchsorted(c.t_job, np.arange(len(c.jobs) + 1)).tolist()
+        cut_done = np.searchsorted(c.c_job, np.arange(len(c.jobs) + 1)).tolist()
         # a trigger without a number names its job only; those with one come last in each job's span
-        numbered = np.searchsorted(np.flatnonzero(c.t_number >= 0), cut_trig)
+        numbered = np.searchsorted(np.flatnonzero(c.t_number >= 0), cut_trig).tolist()
         return {
-            job: {
-                "triggers": (int(numbered[n]), int(numbered[n + 1])),
-                "completed": (int(cut_done[n]), int(cut_done[n + 1])),
-            }
+            job: (n, numbered[n], numbered[n + 1], cut_done[n], cut_done[n + 1])
             for n, job in enumerate(c.jobs)
             if cut_trig[n] < cut_trig[n + 1] or cut_done[n] < cut_done[n + 1]
         }
+
+    def prepare(self, jobs: list[str], most: int) -> None:
+        """The figures of the small `jobs` (of at most SMALL triggers and SMALL completions) that no point or
+        trigger outside the bulk names, taken for all of them at once (Figures, grouped.py): a session cluster's
+        100,000 jobs of a few checkpoints each cost numpy's calls per job more than their rows. `most`: each job's
+        series size, as _job is given it."""
+        import numpy as np
+
+        from . import grouped
+
+        spans = [self._by_job[job] for job in jobs if job in self._by_job]
+        small = sorted(span for span in spans if span[2] - span[1] <= SMALL and span[4] - span[3] <= SMALL)
+        if not small:
+            return
+        codes, t0, t1, c0, c1 = (np.array(column, dtype=np.int64) for column in zip(*small, strict=True))
+        self.small_gaps = self._small_gaps(codes, grouped.ranges(t0, t1))
+        self.figures = self._small_figures(grouped.ranges(c0, c1), most)
+
+    def _small_gaps(self, codes, rows) -> dict:
+        """Per job of `codes`, its gaps (as `gaps` gives them with none listed); `rows`: their numbered
+        triggers'."""
+        import numpy as np
+
+        from . import grouped
+
+        c = self.columns
+        numbers, times = self._numbered
+        owner = c.t_job if len(numbers) == len(c.t_job) else c.t_job[c.t_number >= 0]
+        owner, numbers, times = owner[rows], numbers[rows], times[rows]
+        steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
+        consecutive = (np.diff(numbers) == 1) & (np.diff(owner) == 0)
+        gaps = steps[consecutive] / 10**6 * 1000
+        present, starts, ends = grouped.runs(owner[:-1][consecutive])
+        found = {c.jobs[n]: gaps[:0] for n in codes.tolist()}  # (one trigger: none)
+        for n, start, end in zip(present.tolist(), starts.tolist(), ends.tolist(), strict=True):
+            found[c.jobs[n]] = gaps[start:end]
+        return found
+
+    def _small_figures(self, rows, most: int) -> dict:
+        """Per job with completions among `rows` (whole jobs' completions, ascending), its Figures."""
+        import numpy as np
+
+        from . import grouped
+
+        c = self.columns
+        present, starts, ends = grouped.runs(c.c_job[rows])
+        size = ends - starts
+        durations, micros = c.c_duration[rows], c.c_time[rows].view(np.int64)
+        timed = ~np.isnan(durations)
+        group = np.repeat(np.arange(len(present)), size)
+        count, percentiles = grouped.nearest_ranks(durations[timed], group[timed], len(present), SHARES)
+        longest = np.fmax.reduceat(durations, starts) if len(starts) else durations
+        dated = ~np.isnat(c.c_time[rows])
+        kept = dated & timed  # (the trend's points: in time order in each job)
+        first = np.minimum.reduceat(np.where(kept, micros, np.iinfo(np.int64).max), starts) if len(starts) else size
+        last = np.maximum.reduceat(np.where(kept, micros, np.iinfo(np.int64).min), starts) if len(starts) else size
+        trended = grouped.counts(kept, starts)
+        no_trend = (trended < TREND_MIN_POINTS) | (grouped.hours(last - first) < TREND_MIN_SPAN_H)
+        series = self._small_series(rows, group, size, dated, most)
+        names, values = [c.jobs[n] for n in present.tolist()], {k: v.tolist() for k, v in percentiles.items()}
+        count_, longest_, no_trend_ = count.tolist(), longest.tolist(), no_trend.tolist()
+        return {
+            name: Figures(
+                count_[g],
+                {k: values[k][g] for k in SHARES} if count_[g] else {},
+                longest_[g] if count_[g] else None,
+                no_trend_[g],
+                series[g],
+            )
+            for g, name in enumerate(names)
+        }
+
+    def _small_series(self, rows, group, size, dated, most: int) -> list:
+        """Per job (group) its series' points as Completed.series_with gives them with no other point listed:
+        every row up to `most`; past it the untimed ones and each span's shortest and longest."""
+        import numpy as np
+
+        from . import grouped
+
+        c = self.columns
+        starts = np.cumsum(size) - size
+        timed = grouped.counts(dated, starts)  # (a job's timed rows come first: columns.sort)
+        spans = np.maximum(1, (most - (size - timed)) // 2)
+        thinned = (size > most) & (timed > 0)
+        first = c.c_time[rows].view(np.int64)[starts]
+        last = c.c_time[rows].view(np.int64)[np.maximum(starts + timed - 1, 0)]
+        width = grouped.span_widths(first, last, spans)
+        kept = ~np.repeat(thinned, size) | ~dated  # every row of a job not thinned, the untimed ones of the rest
+        thin = np.flatnonzero(np.repeat(thinned, size) & dated)
+        at = group[thin]
+        span = grouped.spans_of(c.c_time[rows[thin]].view(np.int64), first[at], width[at], spans[at])
+        values = np.nan_to_num(c.c_duration[rows[thin]], nan=0.0)
+        kept[thin[grouped.first_extremes(values, (span, at))]] = True
+        picked = np.flatnonzero(kept)
+        whole, made = self._whole(), []
+        for cut in range(0, len(picked), FIT_STEP):  # (a slice at a time: no list per field of every Point)
+            made += whole.points(rows[picked[cut : cut + FIT_STEP]])
+        cuts = np.searchsorted(picked, np.append(starts, len(rows))).tolist()
+        return [sorted(made[cuts[g] : cuts[g + 1]], key=_in_time) for g in range(len(size))]
+
+    def _whole(self) -> Completed:
+        """Every completion as one Completed, each row's Point of its own job (prepare's)."""
+        return self._completions("", slice(None), owners=(self.columns.c_job, self.columns.jobs))
+
+    def _completions(self, job: str, cut: slice, **more) -> Completed:
+        """The completions of rows `cut`: slices of the sorted columns, no copy."""
+        c = self.columns
+        place = (c.c_sid[cut], c.c_line[cut], c.c_host[cut], c.c_row[cut])
+        return Completed(
+            job,
+            c.c_number[cut],
+            c.c_time[cut],
+            c.c_duration[cut],
+            c.c_size[cut],
+            c.c_row[cut],
+            c.text,
+            self.paths,
+            self.texts,
+            self.pending,
+            place,
+            [*c.hosts, None],
+            **more,
+        )
 
     @cached_property
     def _numbered(self) -> tuple:
@@ -339,7 +500,7 @@ class Bulk:
         return set(self._by_job)
 
     def _triggers(self, job: str):
-        start, end = self._by_job[job]["triggers"]
+        _, start, end, _, _ = self._by_job[job]
         numbers, times = self._numbered
         return numbers[start:end], times[start:end]
 
@@ -366,6 +527,8 @@ class Bulk:
 
         if job not in self._by_job:
             return listed
+        if not listed and job in self.small_gaps:
+            return self.small_gaps.pop(job)
         numbers, times = self._triggers(job)
         found = [np.array(listed, dtype=np.float64)]
         for at in range(0, max(len(times) - 1, 0), FIT_STEP):  # (a slice of steps at a time)
@@ -378,26 +541,10 @@ class Bulk:
         """The job's completions: slices of the sorted columns, no copy per job."""
         if job not in self._by_job:
             return None
-        start, end = self._by_job[job]["completed"]
+        _, _, _, start, end = self._by_job[job]
         if start == end:
             return None
-        c = self.columns
-        cut = slice(start, end)
-        place = (c.c_sid[cut], c.c_line[cut], c.c_host[cut], c.c_row[cut])
-        return Completed(
-            job,
-            c.c_number[cut],
-            c.c_time[cut],
-            c.c_duration[cut],
-            c.c_size[cut],
-            c.c_row[cut],
-            c.text,
-            self.paths,
-            self.texts,
-            self.pending,
-            place,
-            [*c.hosts, None],
-        )
+        return self._completions(job, slice(start, end), figures=self.figures.pop(job, None))  # (popped: not held)
 
     def any_duration(self) -> bool:
         import numpy as np
@@ -447,10 +594,14 @@ def analyse_checkpoints(
         if number is not None and at:
             started.setdefault(job, []).append((number, at))
     most = max(2, SERIES_MAX // max(1, len(by_job)))  # 100,000 jobs of a session cluster: a report of bounded size
-    analyses = [
-        _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), effective, bulk.completed(job), most)
-        for job in sorted(by_job)
-    ]
+    jobs, analyses = sorted(by_job), []
+    for first in range(0, len(jobs), PREPARED):  # (the small jobs' figures a share at a time: not all held at once)
+        share = jobs[first : first + PREPARED]
+        bulk.prepare([job for job in share if not by_job[job] and job not in started], most)
+        analyses += [
+            _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), effective, bulk.completed(job), most)
+            for job in share
+        ]
     bulk.fill()  # the text of the points the report and findings show
     missing = []
     if not any(p.duration_ms is not None for p in points) and not bulk.any_duration():
@@ -744,7 +895,7 @@ def _job(
     completed = [p for p in points if p.status == "completed" and p.duration_ms is not None]
     durations = [p.duration_ms for p in completed if p.duration_ms is not None]
     if bulk is not None:  # (ranked as numbers, not as a list of a Python float each)
-        pct = _nearest_ranks(bulk.durations(durations), SHARES)
+        pct = bulk.percentiles(durations)
     else:
         pct = {name: percentile(durations, share) for name, share in SHARES.items()} if durations else {}
     trend = _trend(completed, timeout) if bulk is None else bulk.trend(completed, timeout)
@@ -792,7 +943,7 @@ def _job(
     )
     measured = [p.duration_ms or 0 for p in points if p.status == "completed" or p.stage != "checkpoint"]
     if bulk is not None and bulk.timed_count():
-        measured.append(float(bulk.durations().max()))
+        measured.append(bulk.longest())
     # a session cluster's 100,000 jobs: no Point kept per job beyond its own lines' and its evidence's
     return JobAnalysis(
         report,
