@@ -34,7 +34,9 @@ def main() -> None:
     parser.add_argument("--dump", help="write the kept events' fingerprint here")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="the task's files written too (scanner.run)")
-    parser.add_argument("--keep", help="with --write: keep the task's last written files in this (new) folder")
+    parser.add_argument(
+        "--keep", help="with --write: keep the task's last written files in this folder (DIR/events, DIR/measures)"
+    )
     args = parser.parse_args()
 
     import pyarrow as pa

@@ -98,10 +98,20 @@ def test_small_batches_keep_the_rows_of_one_batch(tmp_path, matcher, monkeypatch
     scanner._within) give the rows, signatures, matches and measures of one batch holding them all."""
     from flinkdoctor.scan import scanner
 
+    candidates: list[int] = []  # per batch, the candidates it was given (all signatures')
+    batch = scanner._Events._batch
+
+    def counted(self, part, begin, end, found, *rest):
+        candidates.append(sum(len(events) for events in found.values()))
+        return batch(self, part, begin, end, found, *rest)
+
+    monkeypatch.setattr(scanner._Events, "_batch", counted)
     data = _with_secrets()
     whole = _scanned(tmp_path / "whole", data, matcher.prefilter, matcher)
+    given, candidates[:] = sum(candidates), []
     monkeypatch.setattr(scanner, "OUT_EVENTS", 7)
     cut = _scanned(tmp_path / "cut", data, matcher.prefilter, matcher)
     assert cut == whole
     assert len(whole) > 7 * 10 and sum(len(row.get("measures") or ()) for row in whole) > 50
     assert sum(len(row.get("matches") or ()) for row in whole) > 5
+    assert len(candidates) > 10 and sum(candidates) == given > 0  # (each candidate given to one batch, not to all)

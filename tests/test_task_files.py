@@ -89,6 +89,7 @@ def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
 
     batches, rows, work, spec = scanned
     assert rows and batches
+    assert {"first_rel", "last_rel", "ts", "time"} <= scanner.PLAIN_COLUMNS  # (a line number, a time: distinct)
     kept = [scanner._events_rows(batch) for batch in batches]  # (test below)
     events = pa.Table.from_batches([with_time(batch, "flink-log4j2", spec) for batch in kept])
     assert events.column("time").null_count < events.num_rows // 2  # (the times the task read: test_event_times)

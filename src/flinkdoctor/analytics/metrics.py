@@ -110,7 +110,8 @@ def extract(
     """The measured lines the analytics read: the scan tasks measured every line (matcher.py). When they counted
     more than FEW (`measured`), Spark keeps what `_reduced` says of each kind, so the driver holds one line per
     checkpoint, not one per log line; fewer are read whole (the analytics merge them the same way, without the
-    cost of a first aggregation in a fresh JVM). `stored`, the events table as the scan wrote it (its raw times):
+    cost of a first aggregation in a fresh JVM). `stored`, the events table as the scan wrote it (the times the
+    tasks read, and the raw `ts` of the others):
     a line's time is then parsed only for the lines whose time is read; the scan tasks may have written the
     measures' rows themselves (`measured_rows`), which are then read as they are, and are then the only place
     of the lines only a metric measures (scanner._events_rows): every path reads them there (_measured)."""
@@ -652,20 +653,20 @@ def _measured(events, stored: EventsResult | None = None):
     """(one row per measured line: where its event is, its time and the measure as `m`; the line's time as a
     column of it). From the rows the scan tasks wrote, when they did (`stored.measured`): the events table does
     not hold the events only a metric measures (scanner._events_rows). Else from the events table: its time, or
-    with `stored` (the scan's own table) the raw `ts`, parsed where it is read."""
+    with `stored` (the scan's own table) the task's time or the raw `ts`, parsed where it is read."""
     from pyspark.sql import functions as F
 
-    from ..scan.events import parsed_time
+    from ..scan.events import stored_time
     from ..scan.scanner import STORED_SCHEMA
 
     if stored is not None and stored.measured is not None:
         return _task_rows(events.sparkSession, stored), F.col("time")
-    when, time = "time", F.col("time")
+    when, time = ["time"], F.col("time")
     if stored is not None:
         events = events.sparkSession.read.schema(STORED_SCHEMA).parquet(stored.path)
-        when, time = "ts", parsed_time(stored.times)
+        when, time = ["time", "ts"], stored_time(stored.times)
     frame = events.where(F.size("measures") > 0).select(
-        "sid", "bundle", "block", "first_rel", when, "host", F.explode("measures").alias("m")
+        "sid", "bundle", "block", "first_rel", *when, "host", F.explode("measures").alias("m")
     )
     return frame, time
 

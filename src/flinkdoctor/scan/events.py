@@ -13,7 +13,8 @@ An event that straddles two ranges belongs, whole, to the range its header start
 continuation lines at its head. Line numbers in the table are relative to a range (`block`, its first byte):
 the ranges' own line counts make them file line numbers. `file_line` is the one place that does it; every
 consumer uses it. An event's time is read by its task where the answer is certain to be Spark's (times.py: a
-fixed-width pattern, a valid date, UTC; with the measured rows, which carry the zones); Spark parses the others
+fixed-width pattern, a valid date, UTC; only when the scan writes measured rows, whose spec carries the zones);
+Spark parses the others
 when the table is read (`EventsResult.table`), with the layout's own datetime pattern, from the header's raw time
 the tasks keep for them. The findings' and unexplained errors' reads spent about a second per 1.4 million rows
 parsing every event's time in the JVM.
@@ -78,13 +79,11 @@ class EventsResult:
     def table(self, spark: SparkSession) -> DataFrame:
         """The events table: what the tasks wrote, with `time` (UTC): the tasks', or parsed from the header's raw
         time where they left it."""
-        from pyspark.sql import functions as F
 
         stored = spark.read.schema(STORED_SCHEMA).parquet(self.path)
         names = [name for name in stored.columns if name not in ("ts", "time")]
         at = names.index("measures")
-        time = F.coalesce(F.expr("timestamp_micros(time)"), parsed_time(self.times)).alias("time")
-        return stored.select(*names[:at], time, *names[at:])
+        return stored.select(*names[:at], stored_time(self.times).alias("time"), *names[at:])
 
 
 def _size_to_read(source: Source) -> int:
@@ -272,6 +271,14 @@ def sid_condition(ids: list[int]) -> str | None:
     terms = [f"sid BETWEEN {first} AND {last}" for first, last in ranges]
     terms += [f"sid IN ({', '.join(map(str, single))})"] if single else []
     return " OR ".join(terms)
+
+
+def stored_time(times: Times) -> Column:
+    """An event's time (UTC) from the columns the tasks wrote: the task's `time` (microseconds), else its raw `ts`
+    parsed by Spark (parsed_time)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.expr("timestamp_micros(time)"), parsed_time(times))
 
 
 def parsed_time(times: Times) -> Column:

@@ -1035,7 +1035,7 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + n + 1]
     data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
     newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
-    if not len(newlines):  # every text one line (a batch of measured lines): the texts themselves, not a copy
+    if not len(newlines) and not text.null_count:  # every text one line (measured lines): the texts, not a copy
         return text.cast(pa.string())
     after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
     end = np.append(newlines, offsets[-1])[after]

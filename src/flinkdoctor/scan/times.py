@@ -4,7 +4,8 @@ Spark reads a `ts` with blanks folded, by the layout's Java pattern, STRICT, in 
 shifted from --timezone. The task reads it only for a layout whose pattern is fixed-width digits and literals
 (`yyyy-MM-dd HH:mm:ss,SSS`, ...), a `ts` of exactly that shape in ASCII, a valid date and time of day, a session
 and a --timezone of UTC; every other row is left to Spark (another pattern, a year from the bundle, a zone to shift
-from, a month 13, a Unicode digit, a tab). The measured rows (measured.py) read their times here.
+from, a month 13, a Unicode digit, a tab). The measured rows (measured.py) and the events' file (with_time) read
+their times here.
 """
 
 from __future__ import annotations
