@@ -1701,6 +1701,76 @@ def test_small_jobs_taken_together_get_the_analysis_each_gets_alone(monkeypatch)
     assert sum(taken) > 1000  # (the jobs did take the figures)
 
 
+def _listed_jobs(triggers, completions):
+    """Columns of two jobs ("a" * 32, "b" * 32: codes 0, 1) from (job, number, time in µs) per trigger and
+    (job, number, time in µs, duration in ms) per completion: the small inputs where one figure turns on an edge."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.columns import Columns
+
+    def column(rows, at, dtype):
+        return np.array([row[at] for row in rows], dtype=dtype)
+
+    n = len(completions)
+    return Columns(
+        jobs=["a" * 32, "b" * 32],
+        hosts=["tm-1"],
+        t_job=column(triggers, 0, np.int32),
+        t_number=column(triggers, 1, np.int64),
+        t_time=column(triggers, 2, np.int64).astype("datetime64[us]"),
+        t_at=column(triggers, 2, np.int64).astype("datetime64[us]"),
+        t_sid=np.zeros(len(triggers), np.int32),
+        c_job=column(completions, 0, np.int32),
+        c_number=column(completions, 1, np.int64),
+        c_time=column(completions, 2, np.int64).astype("datetime64[us]"),
+        c_duration=column(completions, 3, np.float64),
+        c_size=np.full(n, -1, np.int64),
+        c_sid=np.zeros(n, np.int32),
+        c_line=np.arange(n, dtype=np.int64),
+        c_host=np.full(n, -1, np.int32),
+        c_row=np.arange(n, dtype=np.int64),
+        text=pa.array([f"line {k}" for k in range(n)]),
+    )
+
+
+@pytest.mark.unit
+def test_small_jobs_at_the_edge_of_each_figure_get_what_each_gets_alone(monkeypatch):
+    """The inputs where a figure of the small jobs' path turns on an edge (review of jobs10), each against each
+    job's own path: a series span's width rounded half to even (7/2 and 5/2 µs); a trend over exactly 5 points and
+    half an hour; trigger gaps that cross from one job to the next number; a job whose durations are all absent
+    beside one with one duration (no percentiles; the ranks of an empty job)."""
+    from flinkdoctor.analytics import checkpoints
+
+    minutes = 60 * 10**6
+    durations = (5.0, 1.0, 9.0, 2.0, 8.0)
+    cases = {
+        "spans": _listed_jobs(
+            [],
+            [(0, k, t, d) for k, (t, d) in enumerate(zip((0, 1, 3, 5, 7), durations, strict=True))]
+            + [(1, 10 + k, t, d) for k, (t, d) in enumerate(zip((0, 1, 2, 3, 5), durations, strict=True))],
+        ),
+        "trend": _listed_jobs([], [(0, k, k * 15 * minutes // 2, 100.0 + 10 * k) for k in range(5)]),
+        "gaps": _listed_jobs(
+            [(0, 1, 0), (0, 2, 10 * 10**6), (1, 3, 20 * 10**6), (1, 4, 30 * 10**6)],
+            [(0, 1, 1000, 5.0), (1, 3, 20 * 10**6 + 1000, 5.0)],
+        ),
+        "absent": _listed_jobs([], [(0, 1, 0, 5.0), (1, 2, 1000, float("nan")), (1, 3, 2000, float("nan"))]),
+    }
+    taken = []  # (how many jobs each share gave figures)
+    figures = checkpoints.Bulk._small_figures
+    monkeypatch.setattr(checkpoints.Bulk, "_small_figures", lambda *a: taken.append(len(f := figures(*a))) or f)
+    monkeypatch.setattr(checkpoints, "SERIES_MAX", 8)  # (two jobs: 4 points each, the spans' width counts)
+    for name, columns in cases.items():
+        with monkeypatch.context() as alone:
+            alone.setattr(checkpoints.Bulk, "prepare", lambda self, jobs, most: None)
+            expected = _analysed(columns, _with_timeout())
+        taken.clear()
+        assert _analysed(columns, _with_timeout()) == expected, name
+        assert sum(taken) == len(expected[0].jobs), name  # (every job took the small jobs' path)
+    assert _analysed(cases["trend"], _with_timeout())[0].jobs[0].trend is not None  # (the edge is inside)
+
+
 @pytest.mark.unit
 def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
     """A session cluster's jobs: the numpy work per job (percentiles, spans, the Points made) is done once per
@@ -1726,6 +1796,11 @@ def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
     counted(checkpoints.Completed, "points", "per job")
     counted(grouped, "nearest_ranks", "per share")
     monkeypatch.setattr(checkpoints, "PREPARED", 100)
+    shares: list[int] = []  # the jobs each prepare is given: a share's, not all (memory held, work per share)
+    prepare = checkpoints.Bulk.prepare
+    monkeypatch.setattr(
+        checkpoints.Bulk, "prepare", lambda self, jobs, most: shares.append(len(jobs)) or prepare(self, jobs, most)
+    )
 
     def run(jobs: int):
         calls.update({"per job": 0, "per share": 0})
@@ -1738,6 +1813,7 @@ def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
         return section, dict(calls)
 
     (alone, _), (few, few_calls), (many, many_calls) = run(1), run(10), run(300)
+    assert shares[-3:] == [100, 100, 100]
     assert few_calls == {"per job": 10 + 1, "per share": 1}  # (the Points of the series: one call a share)
     assert many_calls == {"per job": 300 + 3, "per share": 3}
     for job in (few.jobs[3], many.jobs[123], many.jobs[-1]):
@@ -1747,3 +1823,19 @@ def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
             alone.jobs[0].percentiles,
             [p.duration_ms for p in alone.jobs[0].series],
         )
+
+
+@pytest.mark.unit
+def test_a_time_is_written_in_utc_to_the_millisecond_with_a_z():
+    """analytics.model.iso, the report's times: a naive time is UTC already (the columns'), an aware one is moved to
+    UTC; milliseconds always, cut not rounded, and `Z` for the zone."""
+    from datetime import timezone
+
+    from flinkdoctor.analytics.model import iso
+
+    shanghai = timezone(timedelta(hours=8))
+    assert iso(None) is None
+    assert iso(datetime(2026, 3, 1, 12, 0, 0, 999_999)) == "2026-03-01T12:00:00.999Z"
+    assert iso(datetime(2026, 3, 1, 12, 0)) == "2026-03-01T12:00:00.000Z"
+    assert iso(datetime(2026, 3, 1, 20, 0, 0, 5_000, tzinfo=shanghai)) == "2026-03-01T12:00:00.005Z"
+    assert iso(datetime(999, 1, 2, tzinfo=timezone.utc)) == "0999-01-02T00:00:00.000Z"

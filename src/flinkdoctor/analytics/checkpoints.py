@@ -388,8 +388,7 @@ class Bulk:
         from . import grouped
 
         c = self.columns
-        numbers, times = self._numbered
-        owner = c.t_job if len(numbers) == len(c.t_job) else c.t_job[c.t_number >= 0]
+        numbers, times, owner = self._numbered
         owner, numbers, times = owner[rows], numbers[rows], times[rows]
         steps = np.diff(times).astype("timedelta64[us]").astype(np.int64)
         consecutive = (np.diff(numbers) == 1) & (np.diff(owner) == 0)
@@ -488,20 +487,20 @@ class Bulk:
 
     @cached_property
     def _numbered(self) -> tuple:
-        """The triggers with a number: their numbers and times (in the sorted order)."""
+        """The triggers with a number: their numbers, times and jobs (in the sorted order)."""
 
         c = self.columns
         numbered = c.t_number >= 0
         if numbered.all():  # (as a log's triggers are: the columns themselves)
-            return c.t_number, c.t_at
-        return c.t_number[numbered], c.t_at[numbered]
+            return c.t_number, c.t_at, c.t_job
+        return c.t_number[numbered], c.t_at[numbered], c.t_job[numbered]
 
     def jobs(self) -> set[str]:
         return set(self._by_job)
 
     def _triggers(self, job: str):
         _, start, end, _, _ = self._by_job[job]
-        numbers, times = self._numbered
+        numbers, times, _ = self._numbered
         return numbers[start:end], times[start:end]
 
     def trigger_time(self, triggers: dict):

@@ -62,9 +62,8 @@ def first_extremes(values, keys: tuple) -> Any:
 
     if not len(values):
         return np.zeros(0, np.int64)
-    position = np.arange(len(values))
     picked = []
-    for ranked in (np.lexsort((position, values, *keys)), np.lexsort((position, -values, *keys))):
+    for ranked in (np.lexsort((values, *keys)), np.lexsort((-values, *keys))):  # (stable: equal ones in place)
         new = np.zeros(len(values), dtype=np.bool_)
         new[0] = True
         for key in keys:
