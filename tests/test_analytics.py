@@ -663,24 +663,37 @@ class _Counted:
 def test_a_session_clusters_jobs_in_bulk_cost_no_pass_per_job():
     """100,000 jobs in one JobManager log: the columns are read, sorted and cut by job once (the same calls on the
     whole table for 10 jobs as for 300), and each job's analysis is the one it has alone."""
+
+    def run(jobs: int):
+        section, counted = _session_cluster(jobs, _Counted)
+        return section, counted.calls
+
+    (alone, _), (few, few_calls), (many, many_calls) = run(1), run(10), run(300)
+    assert len(few.jobs) == 10 and len(many.jobs) == 300
+    assert few_calls == many_calls > 0
+    _each_as_alone(alone, (few.jobs[3], many.jobs[123], many.jobs[-1]))
+
+
+def _session_cluster(jobs: int, wrapped=lambda columns: columns):
+    """`jobs` jobs of 6 checkpoints, an hour apart, in one JobManager log, analysed: (the checkpoint section, the
+    columns as given, `wrapped`)."""
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
     from flinkdoctor.analytics.config import Effective
     from flinkdoctor.analytics.metrics import Measured
     from flinkdoctor.sources.ingest import Manifest
 
-    def run(jobs: int):
-        measures = []
-        for k in range(jobs):
-            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
-        given = Measured()
-        given.checkpoints = _Counted(_as_columns(measures))
-        section, _ = analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jobmanager.log"})
-        return section, given.checkpoints.calls
+    measures = []
+    for k in range(jobs):
+        measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
+    given = Measured()
+    given.checkpoints = wrapped(_as_columns(measures))
+    section, _ = analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jobmanager.log"})
+    return section, given.checkpoints
 
-    (alone, _), (few, few_calls), (many, many_calls) = run(1), run(10), run(300)
-    assert len(few.jobs) == 10 and len(many.jobs) == 300
-    assert few_calls == many_calls > 0
-    for job in (few.jobs[3], many.jobs[123], many.jobs[-1]):
+
+def _each_as_alone(alone, jobs) -> None:
+    """Each of `jobs` has the figures and series of the one job of `alone` (the same checkpoints)."""
+    for job in jobs:
         assert (job.counts, job.interval, job.percentiles, [p.duration_ms for p in job.series]) == (
             alone.jobs[0].counts,
             alone.jobs[0].interval,
@@ -1776,9 +1789,6 @@ def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
     """A session cluster's jobs: the numpy work per job (percentiles, spans, the Points made) is done once per
     share of PREPARED jobs, for 300 jobs as for 10, and each job gets the analysis it gets alone."""
     from flinkdoctor.analytics import checkpoints, grouped
-    from flinkdoctor.analytics.config import Effective
-    from flinkdoctor.analytics.metrics import Measured
-    from flinkdoctor.sources.ingest import Manifest
 
     calls = {"per job": 0, "per share": 0}
 
@@ -1804,25 +1814,14 @@ def test_small_jobs_cost_numpy_calls_per_share_not_per_job(monkeypatch):
 
     def run(jobs: int):
         calls.update({"per job": 0, "per share": 0})
-        measures = []
-        for k in range(jobs):
-            measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
-        given = Measured()
-        given.checkpoints = _as_columns(measures)
-        section, _ = checkpoints.analyse_checkpoints(given, Manifest([], Path("."), None), Effective(), {0: "jm.log"})
+        section, _ = _session_cluster(jobs)
         return section, dict(calls)
 
     (alone, _), (few, few_calls), (many, many_calls) = run(1), run(10), run(300)
     assert shares[-3:] == [100, 100, 100]
     assert few_calls == {"per job": 10 + 1, "per share": 1}  # (the Points of the series: one call a share)
     assert many_calls == {"per job": 300 + 3, "per share": 3}
-    for job in (few.jobs[3], many.jobs[123], many.jobs[-1]):
-        assert (job.counts, job.interval, job.percentiles, [p.duration_ms for p in job.series]) == (
-            alone.jobs[0].counts,
-            alone.jobs[0].interval,
-            alone.jobs[0].percentiles,
-            [p.duration_ms for p in alone.jobs[0].series],
-        )
+    _each_as_alone(alone, (few.jobs[3], many.jobs[123], many.jobs[-1]))
 
 
 @pytest.mark.unit
