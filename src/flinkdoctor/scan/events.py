@@ -14,10 +14,9 @@ continuation lines at its head. Line numbers in the table are relative to a rang
 the ranges' own line counts make them file line numbers. `file_line` is the one place that does it; every
 consumer uses it. An event's time is read by its task where the answer is certain to be Spark's (times.py: a
 fixed-width pattern, a valid date, UTC; only when the scan writes measured rows, whose spec carries the zones);
-Spark parses the others
-when the table is read (`EventsResult.table`), with the layout's own datetime pattern, from the header's raw time
-the tasks keep for them. The findings' and unexplained errors' reads spent about a second per 1.4 million rows
-parsing every event's time in the JVM.
+Spark parses the others when the table is read (`EventsResult.table`), with the layout's own datetime pattern,
+from the header's raw time the tasks keep for them. The findings' and unexplained errors' reads spent about a
+second per 1.4 million rows parsing every event's time in the JVM.
 """
 
 from __future__ import annotations

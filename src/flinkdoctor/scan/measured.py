@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from .taskfile import TaskFile
+from .taskfile import TaskFile, null_where
 from .times import read_times
 
 if TYPE_CHECKING:
@@ -118,29 +118,16 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
         batch.column("host").take(parent),
         metric,
         measure.field("idx"),
-        _null_where(measure.field("line"), trigger),
+        null_where(measure.field("line"), trigger),
         _nulled(captures, columnar),
         measure.field("job"),
         *[
-            _null_where(values.cast(pa.string()), ~columnar | (trigger & (key in spec.untimed)))
+            null_where(values.cast(pa.string()), ~columnar | (trigger & (key in spec.untimed)))
             for key, values in captured.items()
         ],
-        _null_where(ts, ~np.isnat(time)),
+        null_where(ts, ~np.isnat(time)),
     ]
     return pa.Table.from_arrays(columns, schema=schema(spec.captured)), int(np.count_nonzero(left))
-
-
-def _null_where(values: pa.Array, flags: Flags) -> pa.Array:
-    """The array with the rows of `flags` null: its own buffers under a new validity bitmap (Arrow's if_else
-    copies every value, a JobManager part's lines tens of MB)."""
-    import numpy as np
-    import pyarrow as pa
-
-    valid = values.is_valid().to_numpy(zero_copy_only=False) & ~flags
-    bits = np.packbits(np.concatenate([np.zeros(values.offset, dtype=bool), valid]), bitorder="little")
-    return pa.Array.from_buffers(
-        values.type, len(values), [pa.py_buffer(bits), *values.buffers()[1:]], offset=values.offset
-    )
 
 
 def _nulled(captures: pa.MapArray, flags: npt.NDArray[np.bool_]) -> pa.MapArray:

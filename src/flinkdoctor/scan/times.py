@@ -15,6 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from ..sources.layouts import layout_by_id
+from .taskfile import null_where
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,11 +144,10 @@ def _days_from_civil(year: Numbers, month: Numbers, day: Numbers) -> Numbers:
 def with_time(batch: pa.RecordBatch, layout_id: str, zones: Zones | None) -> pa.RecordBatch:
     """The events' batch with `time` appended: microseconds since 1970 (UTC) where read here, its `ts` then null;
     elsewhere a null time and the raw `ts` kept, which `EventsResult.table` has Spark parse. Without `zones`
-    every time is left so (a scan that writes no measured rows: analytics then reads the raw `ts` itself). A
-    number, not a Parquet timestamp: Spark refuses a timestamp before 1900 from a file another writer wrote."""
+    every time is left so (a scan that writes no measured rows). A number, not a Parquet timestamp: Spark
+    refuses a timestamp before 1900 from a file another writer wrote."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     ts = batch.column("ts")
     if zones is None:
@@ -155,5 +155,5 @@ def with_time(batch: pa.RecordBatch, layout_id: str, zones: Zones | None) -> pa.
     times, _ = read_times(ts, layout_id, zones)
     read = ~np.isnat(times)
     micros = pa.array(times.astype("datetime64[us]").view(np.int64), pa.int64(), mask=~read)
-    kept = pc.if_else(pa.array(read), pa.scalar(None, pa.string()), ts)
+    kept = null_where(ts, read)
     return batch.set_column(batch.schema.get_field_index("ts"), "ts", kept).append_column("time", micros)
