@@ -455,11 +455,6 @@ class _Events:
         if not len(self.first):
             return
         capped = np.minimum(self.last, self.first + MAX_EVENT_LINES - 1)
-        begin = self.starts[self.first] + self.piece[self.first]  # a piece's marker byte is not text
-        end = self.ends[capped]
-        end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
-        end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
-        end = np.maximum(end, begin)
         offsets = self.files.offsets if self.files is not None else None
         hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first], offsets)
         found: dict[int, Positions] = {}  # only the signatures with candidates: a small part has a few of the hundreds
@@ -489,7 +484,7 @@ class _Events:
             rows[part] = np.arange(len(part))
             here = _within(found, part[0], part[-1])
             tried_here = here if tried is found else _within(tried, part[0], part[-1])
-            yield self._batch(part, begin, end, here, tried_here, rows, matcher, entries, repeats, maskable)
+            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable)
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -605,8 +600,7 @@ class _Events:
     def _batch(
         self,
         keep: Positions,
-        begin: Positions,
-        end: Positions,
+        capped: Positions,
         found: dict[int, Positions],
         tried: dict[int, Positions],
         rows: Positions,
@@ -618,7 +612,7 @@ class _Events:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        text = spans(self.data, begin[keep], end[keep])
+        text = spans(self.data, *self._text_bounds(keep, capped))
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text, masked = _masked(text, None if maskable is None else maskable[keep])
@@ -658,6 +652,17 @@ class _Events:
         if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
             return batch
         return batch.filter(needed)  # a candidate nothing matched is not kept
+
+    def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
+        """The byte span of each event's text (up to its `capped` line): only the kept events' are worked out, not
+        every event's (a production part keeps a few hundred of half a million)."""
+        import numpy as np
+
+        begin = self.starts[self.first[events]] + self.piece[self.first[events]]  # a piece's marker byte is not text
+        end = self.ends[capped[events]]
+        end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
+        end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
+        return begin, np.maximum(end, begin)
 
     def _source_columns(self, first: Positions) -> list[pa.Array]:
         """`sid`, `bundle` and `block` of the events that start at lines `first`: the part's, or each file's."""
@@ -1138,9 +1143,11 @@ def _matches(
 ) -> tuple[pa.ListArray, pa.ListArray]:
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
     metrics' measures of its lines (measure.py, in bulk). The signatures tried on a row are its `tries`
-    (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes')."""
+    (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes'),
+    those of them its source kind and level admit (Matcher.admitted)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     matches: dict[int, list[dict[str, object]]] = {}
     if matcher is None:
@@ -1162,6 +1169,11 @@ def _matches(
     rule = numbers < first_metric
     of_pair = np.repeat(np.arange(len(text)), np.diff(offsets))[rule]  # (ascending)
     numbers = numbers[rule]
+    if len(numbers):  # only the pairs whose signature reads the row's source kind and level are tried in Python
+        levels = fields["level"].dictionary_encode()
+        codes = pc.fill_null(levels.indices, len(levels.dictionary)).to_numpy(zero_copy_only=False)
+        admitted = matcher.admitted(numbers, [*levels.dictionary.to_pylist(), None], codes[of_pair], part.kind)
+        of_pair, numbers = of_pair[admitted], numbers[admitted]
     rule_rows = distinct(of_pair)
     if len(rule_rows):
         texts = text.take(pa.array(rule_rows)).to_pylist()
