@@ -1226,7 +1226,8 @@ def _whole(part: Part, into: Bytes) -> None:
     pyarrow's file system."""
     if "://" in part.path:
         with _open_unchanged(part) as handle:
-            _read_at(handle, part.size, 0, into)
+            if (got := len(_read_at(handle, part.size, 0, into))) < part.size:
+                raise _changed(part, got)
             return
     try:
         with open(part.path, "rb") as handle:
