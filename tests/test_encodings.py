@@ -89,6 +89,21 @@ def test_valid_utf8_replaces_in_place_and_keeps_every_line(pieces, cut_head):
     assert new == [line.decode("utf-8", "replace").encode("utf-8") for line in old]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"\r", b"\n", b"\r\n", b"\xe9"]), max_size=40), st.integers(1, 5))
+def test_line_starts_and_whether_a_return_ends_a_line(pieces, chunk):
+    """scanner._line_starts on any bytes, a chunk at a time: the places after each newline, and whether a `\r\n`
+    is in the bytes (the only returns an event's text loses), whatever chunk each byte falls in."""
+    import numpy as np
+
+    from flinkdoctor.scan.scanner import _line_starts
+
+    raw = b"".join(pieces)
+    starts, crlf = _line_starts(np.frombuffer(raw, dtype=np.uint8), chunk)
+    assert starts.tolist() == [i + 1 for i, byte in enumerate(raw) if byte == 10]
+    assert crlf == (b"\r\n" in raw)
+
+
 # -- whole files, any layout and shape, foreign bytes anywhere: one diagnose per example -----------------------
 
 # Real logs, one per layout or shape, each with a failure line and the rule that names it (DATA-relative path,

@@ -153,3 +153,21 @@ def test_an_unanchored_regex_is_captured_not_cut():
         want.append(None if found is None else found.groupdict())
     assert any(w is not None for w in want), "the corpus holds lines with a time of day"
     assert extract(pa.array(lines()), regex, by_position=True).to_pylist() == want
+
+
+@pytest.mark.parametrize("layout", [layout.id for layout in load_layouts()])
+def test_a_header_test_anchored_at_the_line_start_flags_the_same_lines(layout):
+    """headers.HeaderTest.anchored (RE2 over every line in place, a line that cannot start a header failing at
+    its first byte) flags the lines the layout's test flags, each line a value with its newline, or the last
+    without one; a test that could match an empty text, or that starts elsewhere than a line's start, has none."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.headers import _anchored, flag, header_test
+
+    test = header_test(layout)
+    if test.anchored is None:
+        assert not test.re2
+        return
+    values = pa.array([line + "\n" for line in lines()] + [lines()[0], "", "\n"], pa.large_string())
+    assert flag(test, values, test.anchored).tolist() == flag(test, values).tolist()
+    assert _anchored(r"^\s*") is None and _anchored(r"\d+") is None and _anchored(r"^\d+") == r"\A(?m)^\d+"

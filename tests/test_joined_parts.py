@@ -268,3 +268,51 @@ def test_a_file_named_in_bytes_that_are_not_utf8_is_scanned_as_any_other(tmp_pat
         kept[case] = alone
     assert kept["latin-1"] == kept["plain"] == kept["utf-8"]
     assert len(kept["plain"][0]) > 10  # the rows compared are many
+
+
+def test_a_joined_file_read_through_a_file_system_that_gives_fewer_bytes_is_named(tmp_path, matcher, monkeypatch):
+    """A file read through pyarrow's file systems (a URI: hdfs://, s3://) that gives fewer bytes than ingest saw,
+    though its size said enough when it was opened (cut while it is read), stops the joined scan with
+    InputChanged, never a tail of unread bytes scanned as text."""
+    import dataclasses
+
+    from flinkdoctor.errors import InputChanged
+    from flinkdoctor.scan import scanner
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.sources.ingest import ingest
+
+    folder = tmp_path / "bundle"
+    data = _logs()["gc-pause-1.20.3/flink-root-standalonesession-0-vm.log"]
+    folder.mkdir()
+    half = data.index(b"\n", len(data) // 2) + 1
+    (folder / "jobmanager.log.1").write_bytes(data[:half])
+    (folder / "jobmanager.log.2").write_bytes(data[half:])
+    manifest = ingest([folder], tmp_path / "in")
+    (task,) = plan(manifest.text_sources, SPLIT_BYTES, {s.id: 0 for s in manifest.text_sources})
+    task = [dataclasses.replace(part, path="file://" + part.path) for part in task]
+    assert [len(group) for group in scanner._joinable(task)] == [2]
+    real = scanner._open
+
+    class Cut:  # its size as ingest saw it, its bytes 100 fewer
+        def __init__(self, path: str):
+            self.inner, self.whole = real(path), real(path).size()
+
+        def size(self) -> int:
+            return int(self.whole)
+
+        def seek(self, offset: int) -> None:
+            self.inner.seek(offset)
+
+        def readinto(self, buffer) -> int:
+            left = self.whole - 100 - self.inner.tell()
+            return int(self.inner.readinto(buffer[: max(left, 0)]))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.inner.close()
+
+    monkeypatch.setattr(scanner, "_open", Cut)
+    with pytest.raises(InputChanged, match="bytes when read"):
+        list(scanner.scan_parts(task, matcher.prefilter, matcher))

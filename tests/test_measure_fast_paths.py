@@ -146,3 +146,30 @@ def test_lines_cut_from_the_bytes_are_pythons():
         line.rstrip() for _, _, line in want
     ]
     assert len({line[len(line.rstrip()) :] for _, _, line in want}) >= len(TAILS) - 1  # (each kind of tail met)
+
+
+def test_a_literals_first_place_in_each_line_is_pythons():
+    """measure._first_places on real lines, where they are and copied out (a sparse choice of lines): the first
+    place of the literal wholly in each line, as bytes.find gives it; never a place that runs past the line's end
+    into the next, nor one in the bytes between two lines."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.measure import _first_places, _Lines
+
+    literal = b"checkpoint "
+    lines = [line for text in events() for line in text.split("\n")]
+    lines += ["checkpoint", "x checkpoint", "checkpoint checkpoint ", "acheckpoint \xe9"]  # cut at the end; twice
+    held = _Lines.of(pa.array(["\n".join(lines)]))
+    begin, end, _, _ = held.split(np.array([0]))
+    data = held.data.tobytes()
+    for rows in (np.arange(len(lines)), np.arange(0, len(lines), 9)):  # dense, then sparse (copied out)
+        got = _first_places(held.data, begin[rows], end[rows], literal)
+        want = [data[b:e].find(literal) for b, e in zip(begin[rows].tolist(), end[rows].tolist(), strict=True)]
+        assert got.tolist() == want
+        assert 0 < sum(w >= 0 for w in want) < len(want)
+    assert _first_places(held.data, begin[:0], end[:0], literal).tolist() == []
+    between = np.frombuffer(b"abcdef\ncheckpoint \nghijkl", dtype=np.uint8)  # in the bytes between two lines
+    assert _first_places(between, np.array([0, 19]), np.array([6, 25]), literal).tolist() == [-1, -1]
+    copied = np.frombuffer(b"x checkpoint" + b"\n" * 200 + b" y", dtype=np.uint8)  # copied out back to back
+    assert _first_places(copied, np.array([0, 212]), np.array([12, 214]), literal).tolist() == [-1, -1]

@@ -99,6 +99,33 @@ def test_a_read_ahead_too_short_for_the_last_event_is_doubled_until_it_ends(tmp_
         assert _scan(path, split, prefilter) == whole, split
 
 
+def test_a_read_that_comes_in_short_pieces_is_read_whole(tmp_path):
+    """scanner._read_at fills its array however few bytes each read gives (a remote file system may give less
+    than asked), and stops at the file's end with what was there."""
+    import numpy as np
+
+    from flinkdoctor.scan.scanner import _read_at
+
+    data = bytes(range(256)) * 4
+
+    class Trickle:  # a file that gives at most 7 bytes a read
+        at = 0
+
+        def seek(self, offset: int) -> None:
+            self.at = offset
+
+        def readinto(self, buffer: memoryview) -> int:
+            piece = data[self.at : self.at + min(7, len(buffer))]
+            buffer[: len(piece)] = piece
+            self.at += len(piece)
+            return len(piece)
+
+    assert _read_at(Trickle(), 300, 5).tobytes() == data[5:305]
+    assert _read_at(Trickle(), 300, len(data) - 10).tobytes() == data[-10:]  # the end: what was there
+    into = np.zeros(20, dtype=np.uint8)
+    assert _read_at(Trickle(), 20, 100, into) is not None and into.tobytes() == data[100:120]
+
+
 def test_head_of_file_before_the_first_header_is_unparsed_and_a_split_never_starts_an_event(tmp_path, prefilter):
     source = _lab_log(tmp_path, "standalonesession-0-vm.log")
     lines = source.read_bytes().split(b"\n")

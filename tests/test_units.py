@@ -56,6 +56,29 @@ def test_version_from_config_keys():
     assert detect([], [], [{"flink-version": "2.1.1"}]) == ("2.1.1", "rest")
 
 
+def test_the_pairs_a_signature_admits_are_those_it_would_try():
+    """Matcher.admitted (each distinct signature and level decided once, for every pair) is each shipped rule
+    signature's own first test, _Signature.admits, on every level word, none and the empty one, for a kind a
+    rule reads and one it does not: a pair it refuses is never tried, and one it keeps is."""
+    import numpy as np
+
+    from flinkdoctor.scan.matcher import build_matcher
+
+    matcher = build_matcher(load_rules(), catalogue=None)
+    levels = ["INFO", "WARN", "ERROR", "FATAL", "DEBUG", "NONE", "", None]
+    numbers = np.repeat(np.array(sorted(matcher.signatures)), len(levels))
+    level_of = np.tile(np.arange(len(levels)), len(matcher.signatures))
+    read = sorted({kind for s in matcher.signatures.values() for kind in s.kinds or ()})
+    assert read  # (some rule reads only some kinds)
+    for kind in (*read, "no such kind"):
+        got = matcher.admitted(numbers, levels, level_of, kind)
+        want = [matcher.signatures[n].admits(kind, levels[at]) for n, at in zip(numbers, level_of, strict=True)]
+        assert got.tolist() == want
+        assert 0 < sum(want) < len(want)
+    leveled = next(s for s in matcher.signatures.values() if "NONE" in s.levels and s.kinds is None)
+    assert leveled.admits("text", None) and leveled.admits("text", "") and not leveled.admits("text", "INFO")
+
+
 @pytest.mark.parametrize(
     "signature, literals",
     [

@@ -38,6 +38,9 @@ class HeaderTest:
     regex: str  # RE2 (multi-line mode: a line's value ends with its newline)
     re2: bool  # False: RE2 cannot run it; Python's re decides
     warn: str | None  # a header at WARN level or above (None: the layout has no level, or no such level)
+    # `regex` anchored at the value's start, for RE2 (None: not the same test): on a value of one line it finds
+    # what `regex` finds, and a line that cannot start a header fails at its first byte, not after reading it all
+    anchored: str | None = None
 
 
 @cache
@@ -50,7 +53,18 @@ def header_test(layout_id: str) -> HeaderTest:
         kept = [word for word in match.group(1).split("|") if word.upper() in WARN_WORDS]
         if kept:
             warn = f"(?m){test[: match.start(1)]}{'|'.join(kept)}{test[match.end(1) :]}"
-    return HeaderTest(_first_bytes(layout.header), f"(?m){test}", _re2_accepts(f"(?m){test}"), warn)
+    regex = f"(?m){test}"
+    re2 = _re2_accepts(regex)
+    return HeaderTest(_first_bytes(layout.header), regex, re2, warn, _anchored(test) if re2 else None)
+
+
+def _anchored(test: str) -> str | None:
+    """`(?m)test` anchored at the text's start, when that finds the same in a value of one line (its newline
+    last, or none): the regex starts at a line's start, whose only other place in such a value is its end, after
+    the newline, where a regex that cannot match an empty text finds nothing."""
+    if not test.startswith("^") or parse(python_regex(test).pattern).getwidth()[0] < 1:
+        return None
+    return f"\\A(?m){test}"
 
 
 def flag(test: HeaderTest, lines: pa.Array, regex: str | None = None) -> npt.NDArray[np.bool_]:

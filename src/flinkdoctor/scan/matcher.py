@@ -22,15 +22,21 @@ events table, took matching a GB of logs from about 19 s to about 2 s (bench/RES
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..knowledge.regexes import python_regex
 from ..knowledge.rulebook import Rule, Signature, required_literals
 from .catalogue import CatalogueIndex, Entries, catalogue_index, shipped_index
-from .prefilter import Prefilter, build_prefilter, signature_numbers
+from .prefilter import Positions, Prefilter, build_prefilter, signature_numbers
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per (signature, event) pair
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
 EXCEPTION_LINE = (
@@ -95,11 +101,13 @@ class _Signature:
     where: tuple[tuple[str, float | None, float | None], ...]  # (capture, gte, lte)
     line: str | None  # the text regex, whose match says which line of the event matched
 
+    def admits(self, kind: str, level: str | None) -> bool:
+        """Whether the signature reads events of this source kind and level (its regexes aside)."""
+        return (self.kinds is None or kind in self.kinds) and (not self.levels or (level or NO_LEVEL) in self.levels)
+
     def match(self, event: Fields) -> tuple[str, dict[str, str], int] | None:
         """(rule id, captures, index of the matching line) when the signature matches the event."""
-        if self.kinds is not None and event.kind not in self.kinds:
-            return None
-        if self.levels and (event.level or NO_LEVEL) not in self.levels:
+        if not self.admits(event.kind, event.level):
             return None
         found: dict[tuple[str, str], re.Match[str]] = {}
         at = 0  # the line of the message's match
@@ -151,6 +159,24 @@ class Matcher:
                 matched.append(hit)
                 done = signature.rule
         return matched
+
+    def admitted(self, numbers: Positions, levels: Sequence[str | None], level_of: Positions, kind: str) -> Flags:
+        """Per (signature, event) pair, whether the signature admits the event's source kind and level
+        (_Signature.admits), its event's level given as its position in `levels`: decided for each distinct
+        signature and level once, so a pair that cannot match is not tried per event in Python (a lab part's
+        uncaught-exception signatures name ERROR or no level, and are candidates of every stack trace)."""
+        import numpy as np
+
+        distinct, at = np.unique(numbers, return_inverse=True)
+        table = np.array(
+            [[self._admits(number, kind, level) for level in levels] for number in distinct.tolist()], dtype=bool
+        ).reshape(len(distinct), len(levels))
+        admitted: Flags = table[at, level_of]
+        return admitted
+
+    def _admits(self, number: int, kind: str, level: str | None) -> bool:
+        signature = self.signatures.get(number)  # None: a metric's (match skips it)
+        return signature is None or signature.admits(kind, level)
 
     @cached_property
     def first_metric(self) -> int:

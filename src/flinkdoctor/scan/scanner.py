@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per line or event
-Blob: TypeAlias = "pa.Buffer | bytes | memoryview"  # bytes read from a part's file
 
 MAX_EVENT_LINES = 1000  # longer events keep their full line range but only this many lines of text
 HEAD_MAX = 600  # chars of a WARN+ event's first line kept as its `head` (the unexplained errors' evidence)
@@ -267,19 +266,21 @@ def scan_parts(
         yield from scan_part(parts[0], prefilter, matcher)
         return
     part = parts[0]
-    blobs = [_whole(p) for p in parts]
-    sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
+    sizes = np.array([p.size for p in parts], dtype=np.int64)
     offsets = np.cumsum(sizes) - sizes
-    data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    data = np.empty(int(sizes.sum()), dtype=np.uint8)  # each file read into its place: no join
+    for p, at in zip(parts, offsets.tolist(), strict=True):
+        _whole(p, data[at : at + p.size])
     # each file's bytes made valid on their own, as scan_part does: the joined bytes may be valid where a file
     # alone is not, when it ends inside a character that the next file's first bytes complete (a cut by bytes)
     later = offsets[sizes > 0][1:]  # each file's first byte but the first file's
     if len(data) and (not _is_utf8(data) or bool(((data[later] & 0xC0) == 0x80).any())):
-        blobs = [_valid_utf8(np.frombuffer(blob, dtype=np.uint8), np.zeros(1, dtype=np.int64))[0] for blob in blobs]
+        first = np.zeros(1, dtype=np.int64)
+        blobs = [_valid_utf8(data[at : at + size], first)[0] for at, size in zip(offsets, sizes, strict=True)]
         sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
         offsets = np.cumsum(sizes) - sizes
-        data = np.frombuffer(b"".join(bytes(blob) for blob in blobs), dtype=np.uint8)
-    del blobs
+        data = np.concatenate(blobs) if blobs else data
+        del blobs
     after_newline, crlf = _line_starts(data)
     present = np.flatnonzero(sizes > 0)  # an empty file has no line
     starts = np.union1d(after_newline[after_newline < len(data)], offsets[present])
@@ -324,7 +325,7 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
     with _open_unchanged(part) as handle:
-        data = np.frombuffer(_read(handle, part, lo), dtype=np.uint8)
+        data = _read(handle, part, lo)
     starts, crlf = _line_starts(data)
     if part.start == 0:
         starts = np.concatenate([[0], starts])
@@ -402,7 +403,9 @@ class _Events:
         self.test = header_test(part.layout)
         head = first_byte_table(self.test)[data[starts]] & ~piece
         where = np.flatnonzero(head)
-        if self.test.re2 and 5 * len(where) >= 4 * len(starts):  # nearly every line: RE2 over all of them in
+        if self.test.anchored is not None:  # RE2 over every line in place: one that cannot start a header fails
+            self.header = flag(self.test, self.text, self.test.anchored) & head  # at its first byte (no copy)
+        elif self.test.re2 and 5 * len(where) >= 4 * len(starts):  # nearly every line: RE2 over all of them in
             self.header = flag(self.test, self.text) & head  # place costs less than copying them out (0.3 s a part)
         else:
             self.header = np.zeros(len(starts), dtype=bool)
@@ -452,11 +455,6 @@ class _Events:
         if not len(self.first):
             return
         capped = np.minimum(self.last, self.first + MAX_EVENT_LINES - 1)
-        begin = self.starts[self.first] + self.piece[self.first]  # a piece's marker byte is not text
-        end = self.ends[capped]
-        end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
-        end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
-        end = np.maximum(end, begin)
         offsets = self.files.offsets if self.files is not None else None
         hits = scan(prefilter, self.data, self.starts[self.first], self.ends[self.first], offsets)
         found: dict[int, Positions] = {}  # only the signatures with candidates: a small part has a few of the hundreds
@@ -486,7 +484,7 @@ class _Events:
             rows[part] = np.arange(len(part))
             here = _within(found, part[0], part[-1])
             tried_here = here if tried is found else _within(tried, part[0], part[-1])
-            yield self._batch(part, begin, end, here, tried_here, rows, matcher, entries, repeats, maskable)
+            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable)
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -602,8 +600,7 @@ class _Events:
     def _batch(
         self,
         keep: Positions,
-        begin: Positions,
-        end: Positions,
+        capped: Positions,
         found: dict[int, Positions],
         tried: dict[int, Positions],
         rows: Positions,
@@ -615,7 +612,7 @@ class _Events:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        text = spans(self.data, begin[keep], end[keep])
+        text = spans(self.data, *self._text_bounds(keep, capped))
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text, masked = _masked(text, None if maskable is None else maskable[keep])
@@ -655,6 +652,17 @@ class _Events:
         if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
             return batch
         return batch.filter(needed)  # a candidate nothing matched is not kept
+
+    def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
+        """The byte span of each event's text (up to its `capped` line): only the kept events' are worked out, not
+        every event's (a production part keeps a few hundred of half a million)."""
+        import numpy as np
+
+        begin = self.starts[self.first[events]] + self.piece[self.first[events]]  # a piece's marker byte is not text
+        end = self.ends[capped[events]]
+        end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
+        end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
+        return begin, np.maximum(end, begin)
 
     def _source_columns(self, first: Positions) -> list[pa.Array]:
         """`sid`, `bundle` and `block` of the events that start at lines `first`: the part's, or each file's."""
@@ -770,35 +778,53 @@ def _signature_lists(found: dict[int, Positions], rows: Positions, n: int) -> pa
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(sig[order], type=pa.int32()))
 
 
-def _read(handle: pa.NativeFile, part: Part, lo: int) -> Blob:
+def _read(handle: pa.NativeFile, part: Part, lo: int) -> Bytes:
     """The bytes from `lo` to the end of the part's last event: past the part's end, up to the next line that
     starts an event (a header, or a piece), or the end of the file. One read when the event ends within EXTEND
     bytes; else more, doubling."""
+    import numpy as np
+
     end = part.end - lo
     if part.layout == "none":
-        whole: Blob = handle.read_at(end, lo)
-        return whole
-    blob: Blob = handle.read_at(min(part.end + EXTEND, part.size) - lo, lo)
+        return _read_at(handle, end, lo)
+    blob = _read_at(handle, min(part.end + EXTEND, part.size) - lo, lo)
     step = EXTEND
     while True:
         complete = lo + len(blob) >= part.size
         stop = _next_event(part, blob, end, complete)
         if stop is not None:
-            return memoryview(blob)[:stop]
+            return blob[:stop]
         if complete:
             return blob
         step *= 2
-        more = handle.read_at(min(part.end + step, part.size) - lo - len(blob), lo + len(blob))
-        blob = bytes(blob) + bytes(more)
+        more = _read_at(handle, min(part.end + step, part.size) - lo - len(blob), lo + len(blob))
+        blob = np.concatenate([blob, more])
 
 
-def _next_event(part: Part, blob: Blob, end: int, complete: bool) -> int | None:
+def _read_at(handle: pa.NativeFile, size: int, offset: int, into: Bytes | None = None) -> Bytes:
+    """Up to `size` bytes of the file from `offset` (fewer at its end), read into a numpy array (`into`, or a new
+    one): numpy backs a large array with huge pages, so its first touch costs a fraction of the page faults of
+    the buffer pyarrow's read_at allocates (0.03 s of a 100 MB part's 0.06)."""
+    import numpy as np
+
+    out = np.empty(size, dtype=np.uint8) if into is None else into
+    view, got = out.data, 0
+    handle.seek(offset)
+    while got < size:
+        read = handle.readinto(view[got:])
+        if not read:
+            break
+        got += read
+    return out[:got]
+
+
+def _next_event(part: Part, blob: Bytes, end: int, complete: bool) -> int | None:
     """The offset in `blob` of the first line at or after `end` that starts an event; len(blob) when `complete`
     (the file's end) shows none; None when the lines read so far show none."""
     import numpy as np
 
     test = header_test(part.layout)
-    data = np.frombuffer(blob, dtype=np.uint8)
+    data = blob
     tail = data[end:]
     newlines = np.flatnonzero(tail == 10)
     at_line_start = end > 0 and data[end - 1] == 10
@@ -818,16 +844,17 @@ def _next_event(part: Part, blob: Blob, end: int, complete: bool) -> int | None:
 
 
 def _line_starts(data: Bytes, chunk: int = 1 << 20) -> tuple[Positions, bool]:
-    """(the offsets just after each newline, whether any carriage return is in `data`), a chunk at a time: a
-    comparison over the whole would write a temporary as large as the part."""
+    """(the offsets just after each newline, whether a carriage return ends a line in `data`: the only ones the
+    events' texts change), a chunk at a time: a comparison over the whole would write a temporary as large as the
+    part. The returns are found before the newlines, not by another pass over every byte."""
     import numpy as np
 
-    found, crlf = [np.zeros(0, dtype=np.int64)], False
+    found = [np.zeros(0, dtype=np.int64)]
     for at in range(0, len(data), chunk):
-        piece = data[at : at + chunk]
-        found.append(np.flatnonzero(piece == 10) + (at + 1))
-        crlf = crlf or bool((piece == 13).any())
-    return np.concatenate(found), crlf
+        found.append(np.flatnonzero(data[at : at + chunk] == 10) + (at + 1))
+    after = np.concatenate(found)
+    before = after[after >= 2] - 2
+    return after, bool((data[before] == 13).any())
 
 
 def _is_utf8(data: Bytes) -> bool:
@@ -1116,9 +1143,11 @@ def _matches(
 ) -> tuple[pa.ListArray, pa.ListArray]:
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
     metrics' measures of its lines (measure.py, in bulk). The signatures tried on a row are its `tries`
-    (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes')."""
+    (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes'),
+    those of them its source kind and level admit (Matcher.admitted)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     matches: dict[int, list[dict[str, object]]] = {}
     if matcher is None:
@@ -1140,6 +1169,11 @@ def _matches(
     rule = numbers < first_metric
     of_pair = np.repeat(np.arange(len(text)), np.diff(offsets))[rule]  # (ascending)
     numbers = numbers[rule]
+    if len(numbers):  # only the pairs whose signature reads the row's source kind and level are tried in Python
+        levels = fields["level"].dictionary_encode()
+        codes = pc.fill_null(levels.indices, len(levels.dictionary)).to_numpy(zero_copy_only=False)
+        admitted = matcher.admitted(numbers, [*levels.dictionary.to_pylist(), None], codes[of_pair], part.kind)
+        of_pair, numbers = of_pair[admitted], numbers[admitted]
     rule_rows = distinct(of_pair)
     if len(rule_rows):
         texts = text.take(pa.array(rule_rows)).to_pylist()
@@ -1186,21 +1220,24 @@ def _matches_type() -> pa.ListType:
     )
 
 
-def _whole(part: Part) -> Blob:
-    """A whole file's bytes as ingest saw them (part.size; a live log that grew is read as it was); gone or cut
-    shorter since is InputChanged (see _open_unchanged). A local file is read without pyarrow's file system."""
+def _whole(part: Part, into: Bytes) -> None:
+    """A whole file's bytes as ingest saw them (part.size; a live log that grew is read as it was), read into
+    `into`; gone or cut shorter since is InputChanged (see _open_unchanged). A local file is read without
+    pyarrow's file system."""
     if "://" in part.path:
         with _open_unchanged(part) as handle:
-            whole: Blob = handle.read_at(part.size, 0)
-            return whole
+            if (got := len(_read_at(handle, part.size, 0, into))) < part.size:
+                raise _changed(part, got)
+            return
     try:
         with open(part.path, "rb") as handle:
-            data = handle.read(part.size)
+            got = 0
+            while got < part.size and (more := handle.readinto(into.data[got:])):
+                got += more
     except OSError as err:
         raise _changed(part, None, err) from err
-    if len(data) < part.size:
-        raise _changed(part, len(data))
-    return data
+    if got < part.size:
+        raise _changed(part, got)
 
 
 def _open_unchanged(part: Part) -> pa.NativeFile:
