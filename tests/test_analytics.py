@@ -932,6 +932,28 @@ def test_the_trends_sums_are_fsums_to_the_last_bit(monkeypatch):
     assert checkpoints._fsum([durations]) == wanted
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize("jobs", [300, 2**15 + 5])
+def test_a_session_clusters_job_codes_take_two_bytes_a_row_up_to_32768_jobs(jobs):
+    """Each trigger and completion holds its job as a code: in 2 bytes while the jobs are up to 32,768 (a
+    production run's few dozen), sorted or not, else in 4; each row's code names its own job either way."""
+    import numpy as np
+
+    from flinkdoctor.analytics.columns import Columns
+
+    measures = []
+    for k in reversed(range(jobs)):  # (read in the reverse of the names' order: sort maps every code)
+        measures += _job_measures(f"{k:032x}", 0, 1, datetime(2026, 3, 1) + timedelta(minutes=k))
+    columns = Columns.of_table(_as_columns(measures))
+    wanted = np.int16 if jobs <= 2**15 else np.int32
+    named = [m.captures["job"] for m in measures if m.measures == "checkpoint-completed"]
+    assert columns.t_job.dtype == columns.c_job.dtype == wanted
+    assert [columns.jobs[code] for code in columns.c_job.tolist()] == named
+    columns.sort()
+    assert columns.t_job.dtype == columns.c_job.dtype == wanted
+    assert [columns.jobs[code] for code in columns.c_job.tolist()] == sorted(named)
+
+
 def _measures_file(measures, number: dict, bundle_of: dict | None = None):
     """The measures as `_reduced` writes them (the triggers' and completions' captures as string columns; with
     `bundle_of`, a source's bundle, the file's `bundle` column, for the driver's reduction)."""
