@@ -1937,3 +1937,28 @@ def test_a_time_is_written_in_utc_to_the_millisecond_with_a_z():
     assert iso(datetime(2026, 3, 1, 12, 0)) == "2026-03-01T12:00:00.000Z"
     assert iso(datetime(2026, 3, 1, 20, 0, 0, 5_000, tzinfo=shanghai)) == "2026-03-01T12:00:00.005Z"
     assert iso(datetime(999, 1, 2, tzinfo=timezone.utc)) == "0999-01-02T00:00:00.000Z"
+
+
+@pytest.mark.unit
+def test_the_times_of_points_made_in_bulk_are_written_as_iso_writes_them():
+    """A series' Points made from the columns carry their time as the report writes it, taken for all of them in
+    one numpy call (a session cluster's series are hundreds of thousands of points): model.iso's text for every
+    time, before 1970 and in the years 1 and 9999, cut to the millisecond; none for a point without a time."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.checkpoints import Completed, _public, _stamps
+    from flinkdoctor.analytics.model import iso
+
+    written = ["0001-01-01T00:00:00.999999", "0999-12-31T23:59:59.000500", "1969-12-31T23:59:59.999999"]
+    written += ["1970-01-01T00:00:00.000001", "2026-03-01T12:34:56.789999", "9999-12-31T23:59:59.999999", "NaT"]
+    times = np.array(written, dtype="datetime64[us]")
+    wanted = [iso(t) for t in times.tolist()]
+    assert [s if s != "NaTZ" else None for s in _stamps(times)] == wanted
+    rows = np.arange(len(times))
+    lines = pa.array(["Completed checkpoint"] * len(times))
+    place = (rows * 0, rows, rows * 0 - 1, rows)  # (source 0, line, no host, row)
+    made = Completed("j", rows, times, np.full(len(times), 5.0), rows, rows, lines, {0: "jm.log"}, place=place)
+    made.hosts = [None]
+    points = made.points(rows)
+    assert [p.stamp for p in points] == wanted and [_public(p).time for p in points] == wanted
