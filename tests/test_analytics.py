@@ -855,6 +855,105 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path, monkeypa
     assert stored.texts.read(np.array([7, 2, 7, 2499, 2500])) == [every[k] for k in (7, 2, 7, 2499, 2500)]
 
 
+@pytest.mark.unit
+def test_only_the_lines_a_finding_shows_are_read_back_however_long_the_series(tmp_path, monkeypatch):
+    """A report's series carry no line's text, a finding's evidence does: of a long run's completions only the
+    evidence's lines are read back from the measures' file (each job's five longest at 300 checkpoints a job), not
+    the series' 1,200. The series' Points were read back too, from every row group of the file (a long run's
+    series spans it), and every job's were held until then."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.analytics.metrics import Measured, Texts
+    from flinkdoctor.sources.ingest import Manifest
+
+    read: list[int] = []
+    real = Texts.read
+    monkeypatch.setattr(Texts, "read", lambda self, rows: read.append(len(rows)) or real(self, rows))
+
+    def rows_read(checkpoints: int) -> tuple[int, int, int]:
+        measures = []
+        for k in range(4):
+            measures += _job_measures(f"{k:032x}", 0, checkpoints, datetime(2026, 3, 1) + timedelta(days=k))
+        columns = _as_columns(measures)
+        folder = tmp_path / str(checkpoints)
+        folder.mkdir()
+        lines = columns.select(["text"]).rename_columns(["line"])
+        pq.write_table(lines, folder / "part-00000.snappy.parquet", row_group_size=2500)
+        stored = Measured()
+        stored.checkpoints = columns.set_column(
+            columns.schema.get_field_index("text"), "text", pa.array(range(columns.num_rows), pa.int64())
+        )
+        stored.texts = Texts(fs.LocalFileSystem(), str(folder))
+        read.clear()
+        section, jobs = analyse_checkpoints(
+            stored, Manifest([], Path("."), None), _with_timeout(), {0: "jobmanager.log"}
+        )
+        shown = [p for job in jobs for points in job.evidence.values() for p in points]
+        assert shown and all(p.text.startswith("Completed checkpoint ") for p in shown)
+        return sum(read), len(shown), sum(len(job.series) for job in section.jobs)
+
+    (few, few_shown, few_series), (many, many_shown, many_series) = rows_read(300), rows_read(3000)
+    assert (few, many) == (few_shown, many_shown)  # (3,000 a job: their earliest and latest over the interval too)
+    assert few == 4 * 5 and few_series == 4 * 300 and many_series > 4 * 1000  # (series: Points, no text read)
+
+
+@pytest.mark.unit
+def test_the_trends_sums_are_fsums_to_the_last_bit(monkeypatch):
+    """_fsum (no Python float made per value) gives math.fsum's very float: values of every magnitude that cancel,
+    subnormals, zeros of both signs, sums past 2**53, parts longer than FIT_STEP or cut anywhere; a value that is
+    not finite gives fsum's answer for it."""
+    import math
+
+    import numpy as np
+
+    from flinkdoctor.analytics import checkpoints
+
+    rng = np.random.default_rng(25)
+    cases = [[], [-0.0], [-0.0, -0.0], [0.0, -0.0], [5e-324] * 3, [1e308, -1e308, 1.0], [2.0**53, 1.0, 1.0]]
+    cases += [[0.1] * 10, [-(2.0**52) - 0.5, 0.25, 0.25]]
+    for _ in range(300):
+        n = int(rng.integers(1, 300))
+        values = rng.normal(0, 1, n) * 10.0 ** rng.integers(-300, 300, n)
+        cases.append(np.concatenate([values, -values[: n // 2]]).tolist())
+    durations = rng.normal(1000, 300, 3 * checkpoints.FIT_STEP + 7) * 2.0**40  # (a sum far past 2**53)
+    cases += [durations.tolist(), ((durations - durations.mean()) * (durations[::-1] - 7.5)).tolist()]
+    for values in cases:
+        array = np.array(values, dtype=np.float64)
+        wanted = repr(math.fsum(values))
+        assert repr(checkpoints._fsum([array])) == wanted
+        assert repr(checkpoints._fsum(array[at : at + 997] for at in range(0, len(array), 997))) == wanted
+    assert checkpoints._fsum([np.array([1.0, math.inf]), np.array([2.0])]) == math.inf
+    assert math.isnan(checkpoints._fsum([np.array([math.nan, 2.0])]))
+    wanted = math.fsum(durations.tolist())
+    monkeypatch.setattr(math, "fsum", lambda values: pytest.fail("a Python float made per value"))
+    assert checkpoints._fsum([durations]) == wanted
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("jobs", [300, 2**15 + 5])
+def test_a_session_clusters_job_codes_take_two_bytes_a_row_up_to_32768_jobs(jobs):
+    """Each trigger and completion holds its job as a code: in 2 bytes while the jobs are up to 32,768 (a
+    production run's few dozen), sorted or not, else in 4; each row's code names its own job either way."""
+    import numpy as np
+
+    from flinkdoctor.analytics.columns import Columns
+
+    measures = []
+    for k in reversed(range(jobs)):  # (read in the reverse of the names' order: sort maps every code)
+        measures += _job_measures(f"{k:032x}", 0, 1, datetime(2026, 3, 1) + timedelta(minutes=k))
+    columns = Columns.of_table(_as_columns(measures))
+    wanted = np.int16 if jobs <= 2**15 else np.int32
+    named = [m.captures["job"] for m in measures if m.measures == "checkpoint-completed"]
+    assert columns.t_job.dtype == columns.c_job.dtype == wanted
+    assert [columns.jobs[code] for code in columns.c_job.tolist()] == named
+    columns.sort()
+    assert columns.t_job.dtype == columns.c_job.dtype == wanted
+    assert [columns.jobs[code] for code in columns.c_job.tolist()] == sorted(named)
+
+
 def _measures_file(measures, number: dict, bundle_of: dict | None = None):
     """The measures as `_reduced` writes them (the triggers' and completions' captures as string columns; with
     `bundle_of`, a source's bundle, the file's `bundle` column, for the driver's reduction)."""
@@ -1838,3 +1937,28 @@ def test_a_time_is_written_in_utc_to_the_millisecond_with_a_z():
     assert iso(datetime(2026, 3, 1, 12, 0)) == "2026-03-01T12:00:00.000Z"
     assert iso(datetime(2026, 3, 1, 20, 0, 0, 5_000, tzinfo=shanghai)) == "2026-03-01T12:00:00.005Z"
     assert iso(datetime(999, 1, 2, tzinfo=timezone.utc)) == "0999-01-02T00:00:00.000Z"
+
+
+@pytest.mark.unit
+def test_the_times_of_points_made_in_bulk_are_written_as_iso_writes_them():
+    """A series' Points made from the columns carry their time as the report writes it, taken for all of them in
+    one numpy call (a session cluster's series are hundreds of thousands of points): model.iso's text for every
+    time, before 1970 and in the years 1 and 9999, cut to the millisecond; none for a point without a time."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.analytics.checkpoints import Completed, _public, _stamps
+    from flinkdoctor.analytics.model import iso
+
+    written = ["0001-01-01T00:00:00.999999", "0999-12-31T23:59:59.000500", "1969-12-31T23:59:59.999999"]
+    written += ["1970-01-01T00:00:00.000001", "2026-03-01T12:34:56.789999", "9999-12-31T23:59:59.999999", "NaT"]
+    times = np.array(written, dtype="datetime64[us]")
+    wanted = [iso(t) for t in times.tolist()]
+    assert [s if s != "NaTZ" else None for s in _stamps(times)] == wanted
+    rows = np.arange(len(times))
+    lines = pa.array(["Completed checkpoint"] * len(times))
+    place = (rows * 0, rows, rows * 0 - 1, rows)  # (source 0, line, no host, row)
+    made = Completed("j", rows, times, np.full(len(times), 5.0), rows, rows, lines, {0: "jm.log"}, place=place)
+    made.hosts = [None]
+    points = made.points(rows)
+    assert [p.stamp for p in points] == wanted and [_public(p).time for p in points] == wanted

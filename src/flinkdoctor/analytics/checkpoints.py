@@ -10,7 +10,6 @@ triggers the interval.
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from dataclasses import dataclass, field, replace
@@ -69,6 +68,7 @@ class Point:
     sid: int | None = None
     host: str | None = None
     text: str = ""
+    stamp: str | None = field(default=None, compare=False)  # `time` as the report writes it, made in bulk (points)
 
 
 @dataclass
@@ -169,6 +169,7 @@ class Completed:
         else:  # (the lines held: `table` is them, by row)
             texts = self.table.take(pa.array(self.rows[at])).to_pylist()
         ids, times = self.ids[at].tolist(), self.times[at].astype("datetime64[us]").tolist()
+        stamps = _stamps(self.times[at])
         durations, sizes = self.durations_ms[at].tolist(), self.sizes[at].tolist()
         names = [self.owners[1][code] for code in self.owners[0][at].tolist()] if self.owners else None
         made = [
@@ -185,6 +186,7 @@ class Completed:
                 sids[k],
                 hosts[k],
                 texts[k] or "",
+                stamps[k] if times[k] is not None else None,
             )
             for k in range(len(at))
         ]
@@ -321,6 +323,7 @@ class Bulk:
     pending: list = field(default_factory=list)
     small_gaps: dict = field(default_factory=dict)  # job -> its trigger gaps (prepare)
     figures: dict = field(default_factory=dict)  # job -> Figures (prepare)
+    _filled: int = 0  # the pending Points keep_shown has kept (those after it: not yet looked at)
 
     @staticmethod
     def of(checkpoints, paths: dict[int, str], texts=None) -> Bulk:
@@ -330,13 +333,23 @@ class Bulk:
             checkpoints = Columns.of_table(checkpoints) if checkpoints.num_rows else None
         return Bulk(checkpoints, paths, texts) if checkpoints is not None and len(checkpoints) else Bulk()
 
+    def keep_shown(self, analyses: list[JobAnalysis]) -> None:
+        """Forget the Points made from the columns that no finding of `analyses` shows (the jobs analysed since
+        the last call): only a finding's evidence carries a line's text into the report, a series' points do
+        not, and their text would be read from every row group of the measures' file (a long run's series spans
+        it whole) while a session cluster's 100,000 jobs' Points were held for it."""
+        shown = {id(point) for analysis in analyses for points in analysis.evidence.values() for point in points}
+        self.pending[self._filled :] = [entry for entry in self.pending[self._filled :] if id(entry[0]) in shown]
+        self._filled = len(self.pending)
+
     def fill(self) -> None:
-        """The text of every Point made from the columns, read from the measures' file in one pass."""
+        """The text of the Points kept (keep_shown), read from the measures' file in one pass."""
         if self.pending:
             points, rows = zip(*self.pending, strict=True)
             for point, text in zip(points, self.texts.read(rows), strict=True):
                 point.text = text or ""
             self.pending.clear()
+            self._filled = 0
 
     @property
     def rows(self) -> int:
@@ -593,15 +606,16 @@ def analyse_checkpoints(
         if number is not None and at:
             started.setdefault(job, []).append((number, at))
     most = max(2, SERIES_MAX // max(1, len(by_job)))  # 100,000 jobs of a session cluster: a report of bounded size
-    jobs, analyses = sorted(by_job), []
+    jobs, analyses, configured = sorted(by_job), [], Configured.of(effective)
     for first in range(0, len(jobs), PREPARED):  # (the small jobs' figures a share at a time: not all held at once)
         share = jobs[first : first + PREPARED]
         bulk.prepare([job for job in share if not by_job[job] and job not in started], most)
         analyses += [
-            _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), effective, bulk.completed(job), most)
+            _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), configured, bulk.completed(job), most)
             for job in share
         ]
-    bulk.fill()  # the text of the points the report and findings show
+        bulk.keep_shown(analyses[first:])
+    bulk.fill()  # the text of the points the findings show
     missing = []
     if not any(p.duration_ms is not None for p in points) and not bulk.any_duration():
         missing.append(
@@ -725,21 +739,28 @@ def _merge(points: list[Point]) -> list[Point]:
     return merged
 
 
+SORTED_IN_PYTHON = 64  # up to this many values are sorted as a list: numpy's call costs more (a job's few gaps)
+
+
 def _median(values) -> float:
     """statistics.median of floats (a list, or a numpy array: a long run's million gaps), sorted as numbers."""
     import numpy as np
 
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    ordered: Any
+    if len(values) <= SORTED_IN_PYTHON:  # (a session cluster's 100,000 jobs of a few gaps each)
+        ordered = sorted(values.tolist() if isinstance(values, np.ndarray) else values)
+    else:
+        ordered = np.sort(np.asarray(values, dtype=np.float64))
     middle = len(ordered) // 2
     if len(ordered) % 2:
         return float(ordered[middle])
     return (float(ordered[middle - 1]) + float(ordered[middle])) / 2
 
 
-def _limits(points, gaps, effective: Effective) -> tuple[Limit | None, Limit | None]:
+def _limits(points, gaps, configured: Configured) -> tuple[Limit | None, Limit | None]:
     """The timeout and interval: configured, else read from the log (expiries; `gaps` between consecutive
     triggers, in ms)."""
-    timeout = _configured(effective, "execution.checkpointing.timeout")
+    timeout = configured.timeout
     if timeout is None:
         waits = sorted(p.duration_ms for p in points if p.status == "expired" and p.duration_ms and p.sid is not None)
         if waits:
@@ -748,7 +769,7 @@ def _limits(points, gaps, effective: Effective) -> tuple[Limit | None, Limit | N
                 round(statistics.median(waits), -1),
                 f"log: from 'Triggering checkpoint' to 'expired' ({first.file}:{first.line})",
             )
-    interval = _configured(effective, "execution.checkpointing.interval")
+    interval = configured.interval
     if interval is None and len(gaps) >= 2:
         interval = Limit(round(_median(gaps), -2), "log: median gap between 'Triggering checkpoint' lines")
     return timeout, interval
@@ -758,6 +779,21 @@ def _gaps(started: list[tuple[int, datetime]]) -> list[float]:
     """Milliseconds between the triggers of consecutive checkpoints."""
     starts = sorted(started)
     return [(b[1] - a[1]).total_seconds() * 1000 for a, b in zip(starts, starts[1:], strict=False) if b[0] == a[0] + 1]
+
+
+@dataclass(frozen=True, slots=True)
+class Configured:
+    """The configured timeout and interval, read once for every job (a session cluster's 100,000 share them)."""
+
+    timeout: Limit | None
+    interval: Limit | None
+
+    @staticmethod
+    def of(effective: Effective) -> Configured:
+        return Configured(
+            _configured(effective, "execution.checkpointing.timeout"),
+            _configured(effective, "execution.checkpointing.interval"),
+        )
 
 
 def _configured(effective: Effective, key: str) -> Limit | None:
@@ -772,10 +808,34 @@ DURATION_MAX = 2.0**53  # ms (285,000 years): past it a float holds no exact int
 FIT_STEP = 65_536  # a long run's durations are summed a slice at a time: no Python float held per checkpoint
 
 
+MANTISSA_BITS, LOW_BITS, LOWEST_EXPONENT = 53, 26, -1126  # a float64 as an integer times 2**e, e >= this
+
+
 def _fsum(terms) -> float:
-    """math.fsum of the floats of numpy arrays (`terms`: slices of them), read as Python floats a slice at a time.
-    fsum rounds the exact sum once: the same float whatever the slices."""
-    return math.fsum(itertools.chain.from_iterable(part.tolist() for part in terms))
+    """math.fsum of the floats of numpy arrays (`terms`: slices of them), with no Python float made per value
+    (a long run's millions, five sums a trend). fsum rounds the exact sum once, to nearest even; so does this:
+    each finite value is an integer of 53 bits times a power of two (np.frexp); per power, the integers' high and
+    low halves are summed as float64 (at most FIT_STEP of them: every partial sum below 2**53, exact), the sums
+    added in one Python integer, and the integer divided by the lowest power, which Python rounds correctly. A
+    value not finite (never in a trend: _trend_of checks them) gives fsum's answer for it."""
+    import numpy as np
+
+    total, odd = 0, []
+    for whole in terms:
+        whole = np.asarray(whole, dtype=np.float64)
+        for at in range(0, len(whole), FIT_STEP):
+            part = whole[at : at + FIT_STEP]
+            if not np.isfinite(part).all():
+                odd += part[~np.isfinite(part)].tolist()
+                part = part[np.isfinite(part)]
+            mantissa, exponent = np.frexp(part)
+            integer = (mantissa * 2.0**MANTISSA_BITS).astype(np.int64)  # (exact: 53 bits)
+            power = exponent - MANTISSA_BITS - LOWEST_EXPONENT
+            high = np.bincount(power, weights=integer >> LOW_BITS)
+            low = np.bincount(power, weights=integer & ((1 << LOW_BITS) - 1))
+            for k in np.flatnonzero((high != 0) | (low != 0)).tolist():
+                total += ((int(high[k]) << LOW_BITS) + int(low[k])) << k
+    return math.fsum(odd) if odd else total / (1 << -LOWEST_EXPONENT)
 
 
 def _fit(hours, values) -> tuple[float, float, float]:
@@ -880,7 +940,7 @@ def _job(
     job: str,
     raw: list[Point],
     gaps: Any,  # a list, or a numpy array (Bulk.gaps)
-    effective: Effective,
+    configured: Configured,
     bulk: Completed | None = None,
     most: int = SERIES_MAX,
 ) -> JobAnalysis:
@@ -889,7 +949,7 @@ def _job(
     if bulk is not None:
         raw = [p for p in raw if not (p.stage == "checkpoint" and p.id is not None and bulk.contains(p.id))]
     points = _merge(raw)
-    timeout, interval = _limits(points, gaps, effective)
+    timeout, interval = _limits(points, gaps, configured)
     counts = _counts(points, len(bulk) if bulk is not None else 0)
     completed = [p for p in points if p.status == "completed" and p.duration_ms is not None]
     durations = [p.duration_ms for p in completed if p.duration_ms is not None]
@@ -996,4 +1056,13 @@ def _series(points: list[Point], most: int = SERIES_MAX) -> list[Point]:
 
 def _public(p: Point) -> CheckpointPoint:
     size = p.size_bytes
-    return CheckpointPoint(p.id, iso(p.time), p.status, p.duration_ms, size, p.file, p.line, p.stage)
+    time = p.stamp if p.stamp is not None else iso(p.time)
+    return CheckpointPoint(p.id, time, p.status, p.duration_ms, size, p.file, p.line, p.stage)
+
+
+def _stamps(times) -> list[str]:
+    """model.iso of each time (numpy datetime64, naive UTC), in one numpy call: a session cluster's series are
+    hundreds of thousands of points ('NaT' for none: its Point has no time)."""
+    import numpy as np
+
+    return np.char.add(np.datetime_as_string(times.astype("datetime64[ms]"), unit="ms"), "Z").tolist()

@@ -7,9 +7,10 @@ times and source, a completion its job, number, time, duration, size, where it i
 the text stays in the file (metrics.Texts). Each column is held as compactly as its values allow exactly (Held): one
 value while every row has it (a long run's one job, its stamped triggers' absent line times), else the narrowest of
 two dtypes that holds every value (a checkpoint number, a row, a line in 4 bytes, a duration of whole milliseconds
-in a float32): 46 bytes a checkpoint of a long production run, 92 with every column at its widest. `sort` orders
-them for the analysis in place, one column copy at a time. The rows come unreduced; the few that may share a
-checkpoint (a log read twice) are reduced by their keys, which no other row keeps (`Builder.shared`).
+in a float32, a job's code in 2 up to 32,768 jobs): 46 bytes a checkpoint of a long production run, 92 with every
+column at its widest. `sort` orders them for the analysis in place, one column copy at a time. The rows come
+unreduced; the few that may share a checkpoint (a log read twice) are reduced by their keys, which no other row
+keeps (`Builder.shared`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ TRIGGER_FIELDS = ("job", "number", "time", "at", "sid")
 COMPLETED_FIELDS = ("job", "number", "time", "duration", "size", "sid", "line", "host", "row")
 # each field's compact dtype and the one it is widened to when a value does not fit the first exactly (Held)
 DTYPES = {
-    "job": ("int32", "int32"),
+    "job": ("int16", "int32"),  # (a code: a production run's few dozen jobs; a session cluster's 100,000)
     "number": ("int32", "int64"),
     "time": ("datetime64[us]", "datetime64[us]"),
     "at": ("datetime64[us]", "datetime64[us]"),
@@ -105,8 +106,9 @@ class Columns:
 
         if self.sorted:
             return
-        rank = np.empty(len(self.jobs), dtype=np.int32)
-        rank[np.argsort(np.array(self.jobs, dtype=object), kind="stable")] = np.arange(len(self.jobs), dtype=np.int32)
+        codes = np.int16 if len(self.jobs) <= 2**15 else np.int32  # (as compact as the columns' codes: Held)
+        rank = np.empty(len(self.jobs), dtype=codes)
+        rank[np.argsort(np.array(self.jobs, dtype=object), kind="stable")] = np.arange(len(self.jobs), dtype=codes)
         self.jobs = sorted(self.jobs)
         if (rank != np.arange(len(rank))).any():  # (the names read in their sorted order: the codes are the ranks)
             self.t_job, self.c_job = _mapped(rank, self.t_job), _mapped(rank, self.c_job)
