@@ -7,20 +7,33 @@ The public API is small::
     print(flinkdoctor.render_json(report))               # the JSON contract
 
 Errors are `flinkdoctor.FlinkdoctorError` subclasses (errors.py draws the tree and the exit code of each).
-Imports stay light: Spark starts only when `diagnose` runs.
+Imports stay light: Spark starts only when `diagnose` runs, and `Report` (report.model, which pulls in the
+analytics and the findings) loads when first named, so a Spark worker that imports the scan does not pay for it.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from .errors import FlinkdoctorError, InputError, RuleError, UsageError, WorkDirError
-from .report.model import Report
+
+if TYPE_CHECKING:
+    from .report.model import Report
 
 try:
     __version__ = version("flinkdoctor")
 except PackageNotFoundError:  # run from a source tree that was not installed
     __version__ = "0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    """`flinkdoctor.Report`, imported when first asked for (PEP 562)."""
+    if name == "Report":
+        from .report.model import Report
+
+        return Report
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def diagnose(paths, **options) -> Report:

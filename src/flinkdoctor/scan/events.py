@@ -49,6 +49,9 @@ __all__ = ["MAX_EVENT_LINES", "EventsResult", "block_offsets", "build_events", "
 WARN_LEVELS = tuple(sorted(WARN_WORDS))  # levels kept beside the candidates (unexplained.py reads them)
 SPLIT_BYTES = 128 * 1024 * 1024  # a range per task: Spark's own default for files
 FILES_PER_TASK = 5000  # small files read by one task, at most
+# a JobManager log's byte costs its task 1x (lab) to about 4x (production: measured checkpoint lines) what a
+# TaskManager log's does (bench/part_profile.py): counted twice when run_order ranks the tasks by cost
+JOBMANAGER_COST = 2
 Blocks = dict[int, list[tuple[int, int]]]  # source id -> (range, lines in it) per range, in file order
 # EventsResult.stats: per-source counts by sid and totals by name in one mapping, which its readers index by
 # both kinds of key: Any until it is split in two
@@ -144,6 +147,22 @@ def plan(
     return tasks
 
 
+def run_order(tasks: list[list[Part]]) -> list[int]:
+    """The tasks' numbers in the order Spark should run them: the costliest first (by bytes, JobManager bytes
+    counted JOBMANAGER_COST times), ties in plan order. Spark runs a stage's tasks in partition order, as slots
+    free up; with the longest first, the stage does not end on a long task running alone while the other slots
+    idle (longest processing time first). A task keeps its number, so its files' names and contents do not
+    depend on the order."""
+
+    def cost(number: int) -> int:
+        return sum(
+            (part.end - part.start) * (JOBMANAGER_COST if part.kind == "flink-jobmanager" else 1)
+            for part in tasks[number]
+        )
+
+    return sorted(range(len(tasks)), key=lambda number: (-cost(number), number))
+
+
 def build_events(
     spark: SparkSession,
     manifest: Manifest,
@@ -182,7 +201,13 @@ def build_events(
     else:
         measured = None
     scan = partial(
-        run, plan=part_rows(tasks), prefilter=prefilter, out_dir=str(out), matcher=matcher, measured=measured
+        run,
+        plan=part_rows(tasks),
+        prefilter=prefilter,
+        out_dir=str(out),
+        matcher=matcher,
+        measured=measured,
+        order=run_order(tasks),
     )
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
     return EventsResult(str(out), *_part_stats(parts, sources), times, str(rows) if rows else None)

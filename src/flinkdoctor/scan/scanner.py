@@ -146,14 +146,17 @@ def run(
     out_dir: str,
     matcher: Matcher | None = None,
     measured: MeasuredRows | None = None,
+    order: Sequence[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
-    or their `part_rows`). The task writes their events to one Parquet file of its own under `out_dir`, and
-    hands Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event
-    text crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
+    or their `part_rows`): row r is task `order[r]` (events.run_order: the order Spark runs them in), else task r.
+    The task writes their events to one Parquet file of its own, named by its number, under `out_dir`, and hands
+    Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event text
+    crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
     an event kept only for its measures only as those rows (_events_rows)."""
     for batch in batches:
-        for task in batch.column(0).to_pylist():
+        for row in batch.column(0).to_pylist():
+            task = row if order is None else order[row]
             stats: list[PartStats] = []
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
             with (
