@@ -115,6 +115,31 @@ def test_every_shipped_signature_has_a_prefilter_pattern():
     assert sum(len(r.signatures) for r in rules) == len(prefilter.signatures)
 
 
+def test_the_patterns_are_numbered_alike_in_every_process():
+    """The compiled database is kept by a digest of the patterns in order (prefilter.serialized): numbered in a
+    set's order, which follows the string hash's seed, every run missed the cache and compiled again."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib; from flinkdoctor.knowledge.rulebook import load_rules; "
+        "from flinkdoctor.scan.prefilter import build_prefilter; "
+        "print(hashlib.sha256(repr(build_prefilter(load_rules())).encode()).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(digests) == 1
+
+
 def _hits(rules, text: bytes):
     """The pass over `text` cut into events at each line that starts with a year (a log4j header)."""
     import re

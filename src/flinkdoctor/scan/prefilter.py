@@ -55,7 +55,9 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
     """Number the patterns: the level words, then each regex of the signatures (the `extra` ones, the metrics'
     lines, after every rule's, so the rules' numbers do not depend on them). A signature's `literal` is a pattern
     too. The same regex is one pattern, however many use it. The database is compiled here, on the driver, and
-    its bytes go to the tasks. The masks' trigger is a pattern too, after the signatures'."""
+    its bytes go to the tasks. The masks' trigger is a pattern too, after the signatures'. The numbers are the
+    same in every process (a signature's new patterns numbered in sorted order, not a set's, which follows the
+    string hash's seed): the compiled database is kept by a digest of the patterns in their order (serialized)."""
     words = tuple(word for upper in LEVEL_WORDS for word in (upper, upper.lower()))
     # the signatures' patterns are numbered after the level words and never share a word's number, even when one
     # is the same text (`\bERROR\b`): a word's hits count only on an event's first line, a signature's anywhere
@@ -67,7 +69,7 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
         found = {pattern for pattern in (hyperscan_pattern(*r) for r in regexes) if pattern is not None}
         if not found:
             raise ValueError(f"a signature whose regexes can all match an empty text: {sig}")
-        signatures.append(tuple(sorted(ids.setdefault(p, len(words) + len(ids)) for p in found)))
+        signatures.append(tuple(sorted(ids.setdefault(p, len(words) + len(ids)) for p in sorted(found))))
         message = {hyperscan_pattern(regex) for key, regex in sig.regexes() if key == "message"}
         messages.append(tuple(sorted(ids[p] for p in message if p is not None)))
     trigger_pattern = _trigger_pattern()
