@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
-from typing import TYPE_CHECKING, Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..knowledge.rulebook import Rule
 from ..scan.events import Blocks, block_offsets, sid_condition
@@ -406,28 +407,31 @@ def collect_evidence(
     )
 
 
+Detailed: TypeAlias = "Row | SimpleNamespace"  # a match's or hit's row in detail: Spark's, or _in_detail's
 Chosen = set[tuple[int, int, int, str]]  # (sid, block, first_rel, rule or entry) of the instances wanted
 
 
 def _in_detail(
     events: DataFrame, rules: Chosen | None = None, entries: Chosen | None = None
-) -> tuple[list[Row], list[Row]]:
+) -> tuple[list[SimpleNamespace], list[SimpleNamespace]]:
     """The events' matches and hits in detail, as match_events(detail=True) and catalogue_events(detail=True) give
     them (a row per (event, rule) match, per (event, entry) hit, in the table's order), from one read of the
     events: per event its detail (event text) once, its entities only when it holds a match (a hit carries none:
-    the regexes over an event of the catalogue alone were for nothing), and each match's and hit's line. Only the
-    matches in `rules` and the hits in `entries` when given (the chosen instances), else all. Each event is read
-    as a dict and each item unpacked as the tuple it is: a Row's attribute looks its name up in a list of them,
-    which was a fifth of this function on the 6,200 events a lab bundle chooses."""
-    from pyspark.sql import Row
+    the regexes over an event of the catalogue alone were for nothing), and each match's and hit's line, from the
+    event's lines split once (split per item, a lab bundle's 16,500 chosen items split their events' whole texts
+    again and again: a second of the lap). Only the matches in `rules` and the hits in `entries` when given (the
+    chosen instances), else all. Each event is read as a dict and each item unpacked as the tuple it is, and
+    given back as a SimpleNamespace: a Row's attribute looks its name up in a list of them, which was a fifth of
+    this function and of _findings' and _hits_of's reads on the 6,200 events a lab bundle chooses."""
     from pyspark.sql import functions as F
 
     def line(item: Column) -> Column:
-        return F.substring(F.element_at(F.split("text", "\n"), item["idx"] + 1), 1, 600)
+        return F.substring(F.element_at(F.col("lines"), item["idx"] + 1), 1, 600)
 
     matched = F.size("matches") > 0
     entities = [F.when(matched, entity) for entity in _entities()]
-    detailed = events.select(
+    lined = events.select("*", F.split("text", "\n").alias("lines"))  # (two references: not inlined back)
+    detailed = lined.select(
         "sid",
         "bundle",
         "block",
@@ -460,17 +464,19 @@ def _in_detail(
         for rule, captures, idx, line_text in event["matches"] or ():
             if rules is None or (*key, rule) in rules:
                 found = {name: event[name] for name in ENTITIES}
-                matches.append(Row(**common, **found, rule=rule, captures=captures, idx=idx, line_text=line_text))
+                matches.append(
+                    SimpleNamespace(**common, **found, rule=rule, captures=captures, idx=idx, line_text=line_text)
+                )
         for entry, idx, line_text in event["entries"] or ():
             if entries is None or (*key, entry) in entries:
-                hits.append(Row(**common, entry=entry, idx=idx, line_text=line_text))
+                hits.append(SimpleNamespace(**common, entry=entry, idx=idx, line_text=line_text))
     return matches, hits
 
 
 _COMMON = ("sid", "bundle", "block", "first_rel", "time", "host", "level", "event_lines", "event_text")
 
 
-def _findings(detailed: list[Row], blocks: Blocks, manifest: Manifest) -> list[Finding]:
+def _findings(detailed: Sequence[Detailed], blocks: Blocks, manifest: Manifest) -> list[Finding]:
     """Rows of match_events(detail=True) as findings in time order, with file line numbers."""
     offsets = block_offsets(blocks)
     sources = {s.id: s for s in manifest.sources}
@@ -639,7 +645,7 @@ def _catalogue_hits(
 
 
 def _hits_of(
-    detailed: list[Row], counts: dict[tuple[int, str], int], blocks: Blocks, manifest: Manifest
+    detailed: Sequence[Detailed], counts: dict[tuple[int, str], int], blocks: Blocks, manifest: Manifest
 ) -> list[CatalogueHit]:
     """Each entry's hit: its count, and its instances from the detailed rows, earliest and latest."""
     offsets = block_offsets(blocks)
