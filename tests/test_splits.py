@@ -3,6 +3,7 @@ numbers, and every line is counted once, whatever the split size. Real logs from
 
 from __future__ import annotations
 
+import os
 import tarfile
 from pathlib import Path
 
@@ -101,12 +102,15 @@ def test_a_read_ahead_too_short_for_the_last_event_is_doubled_until_it_ends(tmp_
 
 def test_a_read_that_comes_in_short_pieces_is_read_whole(tmp_path):
     """scanner._read_at fills its array however few bytes each read gives (a remote file system may give less
-    than asked), and stops at the file's end with what was there."""
+    than asked); a read that ends before its range does (the file cut shorter) is InputChanged, not what was
+    there."""
     import numpy as np
 
+    from flinkdoctor.errors import InputChanged
     from flinkdoctor.scan.scanner import _read_at
 
     data = bytes(range(256)) * 4
+    part = Part(0, str(tmp_path / "trickle.log"), 0, len(data), len(data), "none", False, True)
 
     class Trickle:  # a file that gives at most 7 bytes a read
         at = 0
@@ -120,10 +124,31 @@ def test_a_read_that_comes_in_short_pieces_is_read_whole(tmp_path):
             self.at += len(piece)
             return len(piece)
 
-    assert _read_at(Trickle(), 300, 5).tobytes() == data[5:305]
-    assert _read_at(Trickle(), 300, len(data) - 10).tobytes() == data[-10:]  # the end: what was there
+    assert _read_at(Trickle(), part, 300, 5).tobytes() == data[5:305]
     into = np.zeros(20, dtype=np.uint8)
-    assert _read_at(Trickle(), 20, 100, into) is not None and into.tobytes() == data[100:120]
+    _read_at(Trickle(), part, 20, 100, into)
+    assert into.tobytes() == data[100:120]
+    with pytest.raises(InputChanged):
+        _read_at(Trickle(), part, 300, len(data) - 10)
+
+
+@pytest.mark.parametrize("layout", ["flink-log4j2", "none"])
+def test_a_file_cut_shorter_while_its_part_is_read_is_named(tmp_path, monkeypatch, layout):
+    """A log cut shorter after its part was opened (checked then), inside the event that runs past the part's
+    end: InputChanged, not a read that doubles for ever waiting for bytes (a task that never ends), nor an
+    IndexError, nor (a layout of no events) the lines cut silently lost."""
+    from flinkdoctor.errors import InputChanged
+    from flinkdoctor.scan import scanner
+
+    source = _lab_log(tmp_path, "standalonesession-0-vm.log")
+    data = source.read_bytes()
+    trace = data.index(b"\n\tat ") + 1  # a stack trace's first frame: the part ends inside its event
+    cut = data.index(b"\n", data.index(b"\n", trace) + 1) + 1  # two frames on, still inside it
+    part = Part(0, str(source), 0, trace, len(data), layout, False, True)
+    monkeypatch.setattr(scanner, "EXTEND", 16)  # the first read ends before the cut, the next ones past it
+    with scanner._open_unchanged(part) as handle, pytest.raises(InputChanged):
+        os.truncate(source, cut if layout != "none" else trace // 2)
+        scanner._read(handle, part, 0)
 
 
 def test_head_of_file_before_the_first_header_is_unparsed_and_a_split_never_starts_an_event(tmp_path, prefilter):

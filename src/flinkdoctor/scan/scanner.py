@@ -282,7 +282,7 @@ def scan_parts(
         blobs = [_valid_utf8(data[at : at + size], first)[0] for at, size in zip(offsets, sizes, strict=True)]
         sizes = np.array([len(blob) for blob in blobs], dtype=np.int64)
         offsets = np.cumsum(sizes) - sizes
-        data = np.concatenate(blobs) if blobs else data
+        data = np.concatenate(blobs)
         del blobs
     after_newline, crlf = _line_starts(data)
     present = np.flatnonzero(sizes > 0)  # an empty file has no line
@@ -405,12 +405,12 @@ class _Events:
         self.text = _lines_array(data, starts)
         self.test = header_test(part.layout)
         head = first_byte_table(self.test)[data[starts]] & ~piece
-        where = np.flatnonzero(head)
         if self.test.anchored is not None:  # RE2 over every line in place: one that cannot start a header fails
             self.header = flag(self.test, self.text, self.test.anchored) & head  # at its first byte (no copy)
-        elif self.test.re2 and 5 * len(where) >= 4 * len(starts):  # nearly every line: RE2 over all of them in
-            self.header = flag(self.test, self.text) & head  # place costs less than copying them out (0.3 s a part)
+        elif self.test.re2 and 5 * int(head.sum()) >= 4 * len(starts):  # nearly every line: RE2 over all of them
+            self.header = flag(self.test, self.text) & head  # in place costs less than copying them out (0.3 s)
         else:
+            where = np.flatnonzero(head)
             self.header = np.zeros(len(starts), dtype=bool)
             self.header[where] = flag(self.test, self.text.take(where))
         first = np.zeros(len(starts), dtype=bool)
@@ -789,8 +789,8 @@ def _read(handle: pa.NativeFile, part: Part, lo: int) -> Bytes:
 
     end = part.end - lo
     if part.layout == "none":
-        return _read_at(handle, end, lo)
-    blob = _read_at(handle, min(part.end + EXTEND, part.size) - lo, lo)
+        return _read_at(handle, part, end, lo)
+    blob = _read_at(handle, part, min(part.end + EXTEND, part.size) - lo, lo)
     step = EXTEND
     while True:
         complete = lo + len(blob) >= part.size
@@ -800,14 +800,16 @@ def _read(handle: pa.NativeFile, part: Part, lo: int) -> Bytes:
         if complete:
             return blob
         step *= 2
-        more = _read_at(handle, min(part.end + step, part.size) - lo - len(blob), lo + len(blob))
+        more = _read_at(handle, part, min(part.end + step, part.size) - lo - len(blob), lo + len(blob))
         blob = np.concatenate([blob, more])
 
 
-def _read_at(handle: pa.NativeFile, size: int, offset: int, into: Bytes | None = None) -> Bytes:
-    """Up to `size` bytes of the file from `offset` (fewer at its end), read into a numpy array (`into`, or a new
-    one): numpy backs a large array with huge pages, so its first touch costs a fraction of the page faults of
-    the buffer pyarrow's read_at allocates (0.03 s of a 100 MB part's 0.06)."""
+def _read_at(handle: pa.NativeFile, part: Part, size: int, offset: int, into: Bytes | None = None) -> Bytes:
+    """`size` bytes of the part's file from `offset`, read into a numpy array (`into`, or a new one): numpy backs
+    a large array with huge pages, so its first touch costs a fraction of the page faults of the buffer pyarrow's
+    read_at allocates (0.03 s of a 100 MB part's 0.06). Every range read ends within part.size, which the open
+    checked: fewer bytes is a file cut shorter since (InputChanged), never lines lost or a read that waits for
+    bytes that will not come."""
     import numpy as np
 
     out = np.empty(size, dtype=np.uint8) if into is None else into
@@ -816,7 +818,7 @@ def _read_at(handle: pa.NativeFile, size: int, offset: int, into: Bytes | None =
     while got < size:
         read = handle.readinto(view[got:])
         if not read:
-            break
+            raise _changed(part, offset + got)
         got += read
     return out[:got]
 
@@ -1229,8 +1231,7 @@ def _whole(part: Part, into: Bytes) -> None:
     pyarrow's file system."""
     if "://" in part.path:
         with _open_unchanged(part) as handle:
-            if (got := len(_read_at(handle, part.size, 0, into))) < part.size:
-                raise _changed(part, got)
+            _read_at(handle, part, part.size, 0, into)
             return
     try:
         with open(part.path, "rb") as handle:
