@@ -856,7 +856,8 @@ def test_completions_text_read_back_only_for_the_points_shown(tmp_path, monkeypa
 
 
 @pytest.mark.unit
-def test_only_the_lines_a_finding_shows_are_read_back_however_long_the_series(tmp_path, monkeypatch):
+@pytest.mark.parametrize("prepared", [8192, 1])
+def test_only_the_lines_a_finding_shows_are_read_back_however_long_the_series(tmp_path, monkeypatch, prepared):
     """A report's series carry no line's text, a finding's evidence does: of a long run's completions only the
     evidence's lines are read back from the measures' file (each job's five longest at 300 checkpoints a job), not
     the series' 1,200. The series' Points were read back too, from every row group of the file (a long run's
@@ -865,10 +866,12 @@ def test_only_the_lines_a_finding_shows_are_read_back_however_long_the_series(tm
     import pyarrow.parquet as pq
     from pyarrow import fs
 
+    from flinkdoctor.analytics import checkpoints
     from flinkdoctor.analytics.checkpoints import analyse_checkpoints
     from flinkdoctor.analytics.metrics import Measured, Texts
     from flinkdoctor.sources.ingest import Manifest
 
+    monkeypatch.setattr(checkpoints, "PREPARED", prepared)  # (1: each job a share of its own, its points kept)
     read: list[int] = []
     real = Texts.read
     monkeypatch.setattr(Texts, "read", lambda self, rows: read.append(len(rows)) or real(self, rows))
@@ -913,7 +916,7 @@ def test_the_trends_sums_are_fsums_to_the_last_bit(monkeypatch):
 
     rng = np.random.default_rng(25)
     cases = [[], [-0.0], [-0.0, -0.0], [0.0, -0.0], [5e-324] * 3, [1e308, -1e308, 1.0], [2.0**53, 1.0, 1.0]]
-    cases += [[0.1] * 10, [-(2.0**52) - 0.5, 0.25, 0.25]]
+    cases += [[0.1] * 10, [-(2.0**52) - 0.5, 0.25, 0.25], [1.0 + 5 * 2.0**-52, -1.0]]  # (the last: high halves cancel)
     for _ in range(300):
         n = int(rng.integers(1, 300))
         values = rng.normal(0, 1, n) * 10.0 ** rng.integers(-300, 300, n)
@@ -933,7 +936,7 @@ def test_the_trends_sums_are_fsums_to_the_last_bit(monkeypatch):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("jobs", [300, 2**15 + 5])
+@pytest.mark.parametrize("jobs", [300, 2**15, 2**15 + 1])
 def test_a_session_clusters_job_codes_take_two_bytes_a_row_up_to_32768_jobs(jobs):
     """Each trigger and completion holds its job as a code: in 2 bytes while the jobs are up to 32,768 (a
     production run's few dozen), sorted or not, else in 4; each row's code names its own job either way."""
@@ -1962,3 +1965,20 @@ def test_the_times_of_points_made_in_bulk_are_written_as_iso_writes_them():
     made.hosts = [None]
     points = made.points(rows)
     assert [p.stamp for p in points] == wanted and [_public(p).time for p in points] == wanted
+
+
+@pytest.mark.unit
+def test_a_median_is_statistics_median_sorted_in_python_or_by_numpy():
+    """_median sorts up to SORTED_IN_PYTHON values as a list (a job's few gaps: numpy's call costs more) and more
+    by numpy: either way statistics.median of the values, however they come (a list, an array, unsorted)."""
+    import statistics
+
+    import numpy as np
+
+    from flinkdoctor.analytics import checkpoints
+
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, checkpoints.SORTED_IN_PYTHON, checkpoints.SORTED_IN_PYTHON + 1, 200):
+        values = rng.permutation(rng.integers(0, 10**6, n).astype(np.float64) * 100)
+        wanted = statistics.median(values.tolist())
+        assert checkpoints._median(values) == checkpoints._median(values.tolist()) == wanted

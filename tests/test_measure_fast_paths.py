@@ -160,6 +160,7 @@ def test_a_literals_first_place_in_each_line_is_pythons():
     literal = b"checkpoint "
     lines = [line for text in events() for line in text.split("\n")]
     lines += ["checkpoint", "x checkpoint", "checkpoint checkpoint ", "acheckpoint \xe9"]  # cut at the end; twice
+    lines += ["x checkpoint ", "y", "z checkpoint "]  # wholly in the line, its last bytes; then the last line's
     held = _Lines.of(pa.array(["\n".join(lines)]))
     begin, end, _, _ = held.split(np.array([0]))
     data = held.data.tobytes()

@@ -114,9 +114,11 @@ def test_a_worker_unpickling_the_scan_function_does_not_import_the_report_model(
 
 def test_flinkdoctor_report_is_still_the_report_model():
     code = (
-        "import sys, flinkdoctor\n"
+        "import sys, typing, flinkdoctor\n"
         "assert not any(m.startswith('flinkdoctor.report') for m in sys.modules)\n"
+        "assert 'Report' in dir(flinkdoctor)\n"
         "from flinkdoctor import Report\n"
+        "assert typing.get_type_hints(flinkdoctor.diagnose)['return'] is Report  # (once named: a global then)\n"
         "from flinkdoctor.report.model import Report as Model\n"
         "assert Report is Model and flinkdoctor.Report is Model and 'Report' in flinkdoctor.__all__\n"
         "try:\n"

@@ -465,3 +465,31 @@ def test_of_two_causes_that_explain_each_other_without_times_the_earlier_line_is
     findings = [Finding(rule, 0, line, None, None, None, "") for line, rule in enumerate(order, 10)]
     roots = correlate(findings, {rule: 1 for rule in pair}, rules)
     assert [root.rule.id for root in roots] == [first]
+
+
+def test_an_event_without_a_level_is_tried_by_the_signatures_that_name_none(tmp_path, rules):
+    """The scan tries a signature on an event only where its kind and level are admitted (Matcher.admitted), an
+    event without a level given as `None` past the levels' codes: the rule cases of events whose level was left
+    out (a person's timeline, a dated line) match in the scan as their `NONE` signatures say."""
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.scan.matcher import NO_LEVEL, build_matcher
+    from flinkdoctor.scan.scanner import Part, scan_part
+
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=None)
+    cases = [
+        (rule.id, case)
+        for rule in rules
+        if any(NO_LEVEL in (sig.level or ()) for sig in rule.signatures)
+        for case in rule.cases
+        if case.expect_match and case.layout == "dated-text"
+    ]
+    assert len(cases) >= 2
+    for number, (rule, case) in enumerate(cases):
+        path = tmp_path / f"case-{number}.log"
+        path.write_text(case.text, encoding="utf-8")
+        size = path.stat().st_size
+        part = Part(0, str(path), 0, size, size, "dated-text", False, True, case.kind or "flink-taskmanager")
+        batches = [out for out in scan_part(part, matcher.prefilter, matcher) if not hasattr(out, "lines")]
+        events = [row for batch in batches for row in batch.to_pylist()]
+        assert any(event["level"] is None for event in events), case.source
+        assert rule in {m["rule"] for event in events for m in event["matches"]}, case.source

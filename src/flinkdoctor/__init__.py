@@ -28,12 +28,18 @@ except PackageNotFoundError:  # run from a source tree that was not installed
 
 
 def __getattr__(name: str) -> object:
-    """`flinkdoctor.Report`, imported when first asked for (PEP 562)."""
+    """`flinkdoctor.Report`, imported when first asked for (PEP 562), then a global of the module like the others
+    (typing.get_type_hints of `diagnose` reads the globals, not this)."""
     if name == "Report":
         from .report.model import Report
 
+        globals()["Report"] = Report
         return Report
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def diagnose(paths, **options) -> Report:

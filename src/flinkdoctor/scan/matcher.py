@@ -175,8 +175,7 @@ class Matcher:
         return admitted
 
     def _admits(self, number: int, kind: str, level: str | None) -> bool:
-        signature = self.signatures.get(number)  # None: a metric's (match skips it)
-        return signature is None or signature.admits(kind, level)
+        return self.signatures[number].admits(kind, level)  # (a rule's: the scan gives no metric's number)
 
     @cached_property
     def first_metric(self) -> int:
