@@ -198,14 +198,10 @@ def test_files_cut_inside_a_character_keep_what_each_alone_keeps(tmp_path, match
     assert rows == alone_rows
 
 
-@pytest.mark.parametrize("change", ["removed", "truncated", "made a folder"])
-def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, change):
-    """A rolled file removed, cut shorter or replaced by a folder after ingest (a log rotated under a bundle read
-    in place) stops the scan, joined or alone, with InputChanged naming the file the user gave, never a count of
-    what was left nor a traceback."""
-    from flinkdoctor.errors import InputChanged
+def _two_rolled_files(tmp_path):
+    """(the bundle's folder, the lab log, where its second half starts, the one task that joins both halves):
+    a JobManager log rolled into two files, as ingest and the plan give them to a task."""
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
-    from flinkdoctor.scan.scanner import _joinable, scan_part, scan_parts
     from flinkdoctor.sources.ingest import ingest
 
     folder = tmp_path / "bundle"
@@ -216,6 +212,18 @@ def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, cha
     (folder / "jobmanager.log.2").write_bytes(data[half:])
     manifest = ingest([folder], tmp_path / "in")
     (task,) = plan(manifest.text_sources, SPLIT_BYTES, {s.id: 0 for s in manifest.text_sources})
+    return folder, data, half, task
+
+
+@pytest.mark.parametrize("change", ["removed", "truncated", "made a folder"])
+def test_a_joined_file_that_changed_since_ingest_is_named(tmp_path, matcher, change):
+    """A rolled file removed, cut shorter or replaced by a folder after ingest (a log rotated under a bundle read
+    in place) stops the scan, joined or alone, with InputChanged naming the file the user gave, never a count of
+    what was left nor a traceback."""
+    from flinkdoctor.errors import InputChanged
+    from flinkdoctor.scan.scanner import _joinable, scan_part, scan_parts
+
+    folder, data, half, task = _two_rolled_files(tmp_path)
     assert [len(group) for group in _joinable(task)] == [2]
     changed = folder / "jobmanager.log.2"
     if change == "truncated":
@@ -278,18 +286,8 @@ def test_a_joined_file_read_through_a_file_system_that_gives_fewer_bytes_is_name
 
     from flinkdoctor.errors import InputChanged
     from flinkdoctor.scan import scanner
-    from flinkdoctor.scan.events import SPLIT_BYTES, plan
-    from flinkdoctor.sources.ingest import ingest
 
-    folder = tmp_path / "bundle"
-    data = _logs()["gc-pause-1.20.3/flink-root-standalonesession-0-vm.log"]
-    folder.mkdir()
-    half = data.index(b"\n", len(data) // 2) + 1
-    (folder / "jobmanager.log.1").write_bytes(data[:half])
-    (folder / "jobmanager.log.2").write_bytes(data[half:])
-    manifest = ingest([folder], tmp_path / "in")
-    (task,) = plan(manifest.text_sources, SPLIT_BYTES, {s.id: 0 for s in manifest.text_sources})
-    task = [dataclasses.replace(part, path="file://" + part.path) for part in task]
+    task = [dataclasses.replace(part, path="file://" + part.path) for part in _two_rolled_files(tmp_path)[3]]
     assert [len(group) for group in scanner._joinable(task)] == [2]
     real = scanner._open
 
