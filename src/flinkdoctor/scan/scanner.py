@@ -49,6 +49,8 @@ from .taskfile import TaskFile, filesystem_of
 from .times import Zones, with_time
 
 if TYPE_CHECKING:
+    import io
+
     import numpy as np
     import numpy.typing as npt
     import pyarrow as pa
@@ -804,7 +806,9 @@ def _read(handle: pa.NativeFile, part: Part, lo: int) -> Bytes:
         blob = np.concatenate([blob, more])
 
 
-def _read_at(handle: pa.NativeFile, part: Part, size: int, offset: int, into: Bytes | None = None) -> Bytes:
+def _read_at(
+    handle: pa.NativeFile | io.BufferedReader, part: Part, size: int, offset: int, into: Bytes | None = None
+) -> Bytes:
     """`size` bytes of the part's file from `offset`, read into a numpy array (`into`, or a new one): numpy backs
     a large array with huge pages, so its first touch costs a fraction of the page faults of the buffer pyarrow's
     read_at allocates (0.03 s of a 100 MB part's 0.06). Every range read ends within part.size, which the open
@@ -820,7 +824,7 @@ def _read_at(handle: pa.NativeFile, part: Part, size: int, offset: int, into: By
         if not read:
             raise _changed(part, offset + got)
         got += read
-    return out[:got]
+    return out
 
 
 def _next_event(part: Part, blob: Bytes, end: int, complete: bool) -> int | None:
@@ -1235,13 +1239,11 @@ def _whole(part: Part, into: Bytes) -> None:
             return
     try:
         with open(part.path, "rb") as handle:
-            got = 0
-            while got < part.size and (more := handle.readinto(into.data[got:])):
-                got += more
+            _read_at(handle, part, part.size, 0, into)
+    except InputChanged:  # (an OSError too: raised as it is)
+        raise
     except OSError as err:
         raise _changed(part, None, err) from err
-    if got < part.size:
-        raise _changed(part, got)
 
 
 def _open_unchanged(part: Part) -> pa.NativeFile:
