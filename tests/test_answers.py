@@ -104,3 +104,13 @@ def test_answers_are_as_pinned(diagnose_bundle, hostile, hostile_corpus, record_
         f"{len(moved)} answer(s) moved from tests/data/answers.json; if on purpose, regenerate it "
         "(FLINKDOCTOR_PIN_ANSWERS=1 pytest tests/test_answers.py) and say why in the commit:\n" + "\n".join(moved)
     )
+
+
+def test_each_report_times_its_laps_in_order_and_its_scan_tasks_cpu(diagnose_bundle):
+    """The laps are cumulative seconds; beside them the scan tasks' CPU, summed over the tasks (the bench reads
+    both: the events lap is the tasks' CPU over the cores, the rest is Spark's and the driver's)."""
+    report = diagnose_bundle(labelled_cases()["seeds/000"])
+    timings = report["timings"]
+    laps = [timings[name] for name in ("events_s", "findings_s", "analytics_s", "total_s")]
+    assert laps == sorted(laps) and laps[0] > 0
+    assert 0 < timings["scan_tasks_cpu_s"] < 600

@@ -73,7 +73,7 @@ def test_a_task_run_out_of_plan_order_keeps_its_number_files_and_stats(rules, tm
         out = tmp_path / name
         out.mkdir()
         stats = run(iter([rows]), part_rows(tasks), matcher.prefilter, str(out), matcher, order=ordered)
-        by_task = [batch.to_pylist() for batch in stats]
+        by_task = [[_without_cpu(row) for row in batch.to_pylist()] for batch in stats]
         if ordered is not None:  # (row r's stats are task order[r]'s)
             by_task = [by_task[order.index(task)] for task in range(len(tasks))]
         files = {path.name: pq.read_table(path) for path in sorted(out.iterdir())}
@@ -83,6 +83,30 @@ def test_a_task_run_out_of_plan_order_keeps_its_number_files_and_stats(rules, tm
     assert written["costliest"][1].keys() == written["plan"][1].keys()
     for file, table in written["plan"][1].items():
         assert written["costliest"][1][file].equals(table)
+
+
+def _without_cpu(row: dict) -> dict:
+    return {key: value for key, value in row.items() if key != "cpu_us"}
+
+
+def test_a_task_reports_its_cpu_once_on_its_first_parts_row(rules, tmp_path):
+    """The events lap's own measure (timings' scan_tasks_cpu_s): each task's CPU on its first row, so the driver's
+    sum counts a task of many parts once."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.scan.scanner import part_rows, run
+
+    tasks = _lab_tasks(tmp_path / "logs", 64 * 1024 * 1024)  # (the client's, JobManager's, TaskManager's logs)
+    assert [len(task) for task in tasks] == [3]
+    matcher = build_matcher(rules, catalogue=None)
+    out = tmp_path / "out"
+    out.mkdir()
+    rows = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
+    (batch,) = run(iter([rows]), part_rows(tasks), matcher.prefilter, str(out), matcher)
+    cpu_us = batch.column("cpu_us").to_pylist()
+    assert len(cpu_us) == 3 and cpu_us[0] > 0 and cpu_us[1:] == [0, 0]
+    assert cpu_us[0] < 120 * 10**6  # (microseconds: a part of 180 kB takes well under two minutes)
 
 
 def _printed(code: str) -> str:

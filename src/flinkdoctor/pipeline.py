@@ -134,6 +134,7 @@ def diagnose_bundles(
         measured=measured_rows(metrics),
     )
     lap("events_s")
+    timings["scan_tasks_cpu_s"] = round(events.tasks_cpu_s, 3)
     table = events.table(spark)
     findings, counts, catalogued = collect_evidence(
         table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0)

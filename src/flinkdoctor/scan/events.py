@@ -77,6 +77,7 @@ class EventsResult:
     stats: Stats
     times: Times = field(default_factory=Times)
     measured: str | None = None  # the measures' rows the tasks wrote (measured.py), when asked to
+    tasks_cpu_s: float = 0.0  # the scan tasks' CPU, summed: of the events lap, what the Python workers computed
 
     def table(self, spark: SparkSession) -> DataFrame:
         """The events table: what the tasks wrote, with `time` (UTC): the tasks', or parsed from the header's raw
@@ -210,7 +211,8 @@ def build_events(
         order=run_order(tasks),
     )
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
-    return EventsResult(str(out), *_part_stats(parts, sources), times, str(rows) if rows else None)
+    cpu_s = sum(row["cpu_us"] for row in parts) / 1e6
+    return EventsResult(str(out), *_part_stats(parts, sources), times, str(rows) if rows else None, cpu_s)
 
 
 def _for_tasks(spark: SparkSession, matcher: Matcher | None, run_dir: Path) -> Matcher | None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -81,7 +82,8 @@ STORED_SCHEMA = (
     "thread string, host string, uptime double, message string, text string, repeats int, head string, time long"
 )
 COUNTS = ("lines", "unparsed", "events", "matched", "measured", "warned", "catalogued")
-OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in COUNTS)  # what Spark gets
+# what Spark gets: per part its counts; `cpu_us`, the task's CPU (on its first part's row, 0 on the others)
+OUTPUT_SCHEMA = "sid int, block long, " + ", ".join(f"{key} long" for key in (*COUNTS, "cpu_us"))
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ def run(
     for batch in batches:
         for row in batch.column(0).to_pylist():
             task = row if order is None else order[row]
+            started = time.process_time()
             stats: list[PartStats] = []
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
             with (
@@ -175,7 +178,7 @@ def run(
                         else:
                             rows.write(out, joined[0].layout)
                             written.write(_events_rows(out), joined[0].layout)
-            yield _stats(stats)
+            yield _stats(stats, time.process_time() - started)
 
 
 def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -902,17 +905,20 @@ def _lines_array(data: Bytes, starts: Positions) -> pa.LargeStringArray:
     return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
-def _stats(stats: list[PartStats]) -> pa.RecordBatch:
-    """The parts' stats as one batch (OUTPUT_SCHEMA)."""
+def _stats(stats: list[PartStats], cpu_s: float) -> pa.RecordBatch:
+    """The parts' stats as one batch (OUTPUT_SCHEMA), the task's CPU seconds on its first part's row: the
+    process's, so a Parquet writer's threads count too (a worker runs one task at a time)."""
     import pyarrow as pa
 
+    cpu_us = [round(cpu_s * 1e6) if i == 0 else 0 for i in range(len(stats))]
     return pa.RecordBatch.from_arrays(
         [
             pa.array([s.sid for s in stats], pa.int32()),
             pa.array([s.block for s in stats], pa.int64()),
             *[pa.array([getattr(s, key) for s in stats], pa.int64()) for key in COUNTS],
+            pa.array(cpu_us, pa.int64()),
         ],
-        names=["sid", "block", *COUNTS],
+        names=["sid", "block", *COUNTS, "cpu_us"],
     )
 
 
