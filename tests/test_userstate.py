@@ -179,3 +179,22 @@ def test_a_cache_entry_that_holds_no_layouts_is_not_used(layouts_state):
         store("layouts", key, foreign)
         layouts.load_layouts.cache_clear()
         assert layouts.load_layouts() == first
+
+
+def test_a_stored_value_is_read_with_the_cycle_collector_paused_and_given_back_as_it_was(tmp_path, monkeypatch):
+    import gc
+
+    from flinkdoctor.runtime.userstate import cached, store
+
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "state"))
+    value = {"entries": [(str(i), i) for i in range(1000)]}
+    store("probe", "key", value)
+    seen = []
+    monkeypatch.setattr("pickle.load", lambda handle: seen.append(gc.isenabled()) or value)
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            assert cached("probe", "key") == value and gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert seen == [False, False]
