@@ -50,21 +50,24 @@ def test_outside_a_spark_task_pyarrow_is_left_alone():
 
 
 @pytest.mark.spark
-def test_the_scan_task_sees_its_task_context(spark):
-    """prepare_task acts only where pyspark's TaskContext is set: inside mapInArrow's function it is."""
+def test_a_spark_task_converts_python_objects_without_importing_pandas(spark):
+    """Inside mapInArrow's function pyspark's TaskContext is set, so prepare_task acts there, and the task's
+    conversions import no pandas (unless the worker had it before: workers are reused across tests)."""
     import pyarrow as pa
 
     def probe(batches):
         from pyspark import TaskContext
 
-        from flinkdoctor.runtime import worker
+        from flinkdoctor.runtime.worker import prepare_task
 
+        had = "pandas" in sys.modules
+        prepare_task()
+        pa.array(["a"]), pa.table({"a": [1]})
         for _ in batches:
-            worker.prepare_task()
-            looked = worker._Blocked.done or "pandas" in sys.modules
             yield pa.record_batch(
-                [pa.array([TaskContext.get() is not None]), pa.array([looked])], names=["task", "looked"]
+                [pa.array([TaskContext.get() is not None]), pa.array([had or "pandas" not in sys.modules])],
+                names=["task", "no_pandas"],
             )
 
-    rows = spark.range(0, 2, 1, 2).mapInArrow(probe, "task boolean, looked boolean").collect()
-    assert rows and all(row["task"] and row["looked"] for row in rows)
+    rows = spark.range(0, 2, 1, 2).mapInArrow(probe, "task boolean, no_pandas boolean").collect()
+    assert len(rows) == 2 and all(row["task"] and row["no_pandas"] for row in rows)
