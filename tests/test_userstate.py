@@ -111,3 +111,90 @@ def test_the_catalogue_index_reaches_tasks_by_its_file(tmp_path, monkeypatch):
     catalogue._read_index.cache_clear()
     with pytest.raises(RuntimeError, match="changed or went"):
         pickle.loads(sent)
+
+
+@pytest.fixture
+def layouts_state(tmp_path, monkeypatch):
+    """The package's layouts.yaml as a copy the test may change, the user's state in the test's folder."""
+    from flinkdoctor.sources import layouts
+
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "state"))
+    copy = tmp_path / "layouts.yaml"
+    copy.write_text(layouts.layouts_file().read_text("utf-8"), "utf-8")
+    monkeypatch.setattr(layouts, "layouts_file", lambda: copy)
+    layouts.load_layouts.cache_clear()
+    yield copy
+    layouts.load_layouts.cache_clear()
+
+
+def _unchecked(monkeypatch):
+    from flinkdoctor.sources import layouts
+
+    def fail(path):
+        raise AssertionError("the layouts were checked again")
+
+    monkeypatch.setattr(layouts, "_checked", fail)
+
+
+def test_checked_layouts_come_from_the_cache_in_the_next_process(layouts_state, monkeypatch):
+    """A Spark worker (and every later run) reads the package's checked layouts back instead of checking the file
+    again; a file of the user's own is checked every time."""
+    from flinkdoctor.sources import layouts
+
+    first = layouts.load_layouts()
+    assert [p.name.split("-")[0] for p in state_dir().glob("*.pickle")] == ["layouts"]
+    layouts.load_layouts.cache_clear()  # as a new process
+    _unchecked(monkeypatch)
+    assert layouts.load_layouts() == first and layouts.layout_by_id("flink-log4j2") == first[0]
+    with pytest.raises(AssertionError, match="checked again"):
+        layouts.load_layouts(layouts_state)
+
+
+def test_a_changed_layouts_file_is_checked_again(layouts_state):
+    from flinkdoctor.sources import layouts
+
+    before = layouts.load_layouts()
+    probe = "\n- id: probe\n  about: a layout for a test\n  header: '^probe (?<msg>.*)$'\n  timed: false\n"
+    layouts_state.write_text(layouts_state.read_text("utf-8") + probe, "utf-8")
+    layouts.load_layouts.cache_clear()
+    assert [layout.id for layout in layouts.load_layouts()] == [*(layout.id for layout in before), "probe"]
+    kept = list(state_dir().glob("layouts-*.pickle"))
+    assert len(kept) == 1  # the stale entry is gone
+    layouts_state.write_text(layouts_state.read_text("utf-8").replace("'^probe (?<msg>.*)$'", "'^(\\w+\\s?)+$'"))
+    for _ in range(2):  # a bad file is never kept: checked, and refused, again
+        layouts.load_layouts.cache_clear()
+        with pytest.raises(RuleError, match="can backtrack catastrophically"):
+            layouts.load_layouts()
+    assert list(state_dir().glob("layouts-*.pickle")) == kept
+
+
+def test_a_cache_entry_that_holds_no_layouts_is_not_used(layouts_state):
+    from flinkdoctor.runtime.userstate import store
+    from flinkdoctor.sources import layouts
+
+    first = layouts.load_layouts()
+    key = layouts._checked_key()
+    assert key is not None
+    for foreign in [("not a layout",), (), "layouts"]:
+        store("layouts", key, foreign)
+        layouts.load_layouts.cache_clear()
+        assert layouts.load_layouts() == first
+
+
+def test_a_stored_value_is_read_with_the_cycle_collector_paused_and_given_back_as_it_was(tmp_path, monkeypatch):
+    import gc
+
+    from flinkdoctor.runtime.userstate import cached, store
+
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "state"))
+    value = {"entries": [(str(i), i) for i in range(1000)]}
+    store("probe", "key", value)
+    seen = []
+    monkeypatch.setattr("pickle.load", lambda handle: seen.append(gc.isenabled()) or value)
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            assert cached("probe", "key") == value and gc.isenabled() is enabled
+    finally:
+        gc.enable()
+    assert seen == [False, False]

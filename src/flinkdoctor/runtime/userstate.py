@@ -8,6 +8,7 @@ be read or written is only a miss.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -61,7 +62,11 @@ def cached(name: str, key: str) -> object:
 
 
 def read_stored(path: Path) -> object:
-    """What `store` kept in the file at `path`, or None (cached: only a private file is read)."""
+    """What `store` kept in the file at `path`, or None (cached: only a private file is read). Read with the
+    cycle collector paused: the tens of thousands of tuples of the catalogue's index (read by every Spark worker)
+    started its passes over them, a third of the read."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         if not private(path.stat()):
             return None
@@ -69,6 +74,9 @@ def read_stored(path: Path) -> object:
             return pickle.load(handle)
     except Exception:  # noqa: BLE001 - any unreadable cache (missing, truncated, from another version) is a miss
         return None
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def store(name: str, key: str, value: object) -> None:

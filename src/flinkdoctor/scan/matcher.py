@@ -28,13 +28,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..knowledge.regexes import python_regex
-from ..knowledge.rulebook import Rule, Signature, required_literals
 from .catalogue import CatalogueIndex, Entries, catalogue_index, shipped_index
 from .prefilter import Positions, Prefilter, build_prefilter, signature_numbers
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from ..knowledge.rulebook import Rule
 
 Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per (signature, event) pair
 
@@ -191,6 +192,8 @@ def build_matcher(
     """The matcher of `rules` and of the metrics' line regexes, with the prefilter that numbers them (the
     metrics after every rule, so the rules' numbers do not depend on them), and of the failure catalogue (the
     shipped one, another with `entries` of `id` and `regex`, or None)."""
+    from ..knowledge.rulebook import Signature, required_literals  # (the driver's: a task unpickles a Matcher)
+
     prefilter = build_prefilter(rules, [Signature(text=line) for line in metric_lines])
     signatures = {}
     for position, (rule, numbers) in enumerate(zip(rules, signature_numbers(rules), strict=True)):

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeAlias
 
-from ..knowledge.rulebook import Rule, Signature
 from ..runtime.userstate import cached, store
 from ..safety.masking import TRIGGER_RE2
 from .patterns import Unsupported, hyperscan_pattern
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pyarrow as pa
+
+    from ..knowledge.rulebook import Rule, Signature
 
 Bytes: TypeAlias = "npt.NDArray[np.uint8]"  # a part's bytes
 Positions: TypeAlias = "npt.NDArray[np.int64]"  # byte offsets or event numbers, ascending

@@ -37,6 +37,7 @@ from functools import cache
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import InputChanged
+from ..runtime.worker import prepare_task
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
@@ -158,6 +159,7 @@ def run(
     Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event text
     crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
     an event kept only for its measures only as those rows (_events_rows)."""
+    prepare_task()
     for batch in batches:
         for row in batch.column(0).to_pylist():
             task = row if order is None else order[row]

@@ -4,11 +4,17 @@ A layout is data (layouts/layouts.yaml, schema schemas/layouts.schema.json): a J
 line, and how to read its time. The file is checked at load, with file:line for every problem (unknown keys,
 a bad or backtracking regex, duplicate ids). Detection runs on a sample of each source on the driver, with the
 same regex translated to Python.
+
+The package's own file, once checked, is kept in the user's state folder (userstate.py) under a digest of its
+bytes and of the code that checks it: every Spark worker looks its parts' layouts up, and checking the file
+there again (the YAML parser, jsonschema's import and the schema) cost each worker 0.1 s of CPU.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib import resources
@@ -17,12 +23,14 @@ from typing import TYPE_CHECKING
 
 from ..errors import RuleError
 from ..knowledge.regexes import checked, python_regex
-from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
+from ..runtime.userstate import cached, store
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
 
 FIELDS = ("ts", "level", "logger", "thread", "msg", "host", "uptime")
+# what the check of the package's layouts.yaml reads, beside the file: its answer is kept under their digest
+CHECKED_BY = ("schemas/layouts.schema.json", "sources/layouts.py", "knowledge/regexes.py", "knowledge/validation.py")
 
 __all__ = ["FIELDS", "Layout", "detect_layout", "layout_by_id", "layout_ids", "load_layouts", "python_regex"]
 
@@ -56,10 +64,38 @@ def layouts_file() -> Traversable:
 
 @cache
 def load_layouts(path: Path | Traversable | None = None) -> tuple[Layout, ...]:
-    """Every layout of layouts.yaml (or of `path`), checked; raise RuleError listing all problems."""
+    """Every layout of layouts.yaml (or of `path`), checked; raise RuleError listing all problems. The package's
+    own layouts come from the user's state folder when that holds them checked for the same bytes and code."""
+    key = None if path is not None else _checked_key()
+    if key is None:
+        return _checked(path or layouts_file())
+    kept = cached("layouts", key)
+    if isinstance(kept, tuple) and kept and all(type(layout) is Layout for layout in kept):
+        return kept
+    layouts = _checked(layouts_file())
+    store("layouts", key, layouts)
+    return layouts
+
+
+def _checked_key() -> str | None:
+    """A digest of the package's layouts.yaml, of the code and schema that check it, and of the Python that
+    runs them (its `re` reads the regexes); None when one of them cannot be read (a package without sources)."""
+    package = resources.files("flinkdoctor")
+    try:
+        digest = hashlib.sha256(sys.version.encode("utf-8") + b"\0" + layouts_file().read_bytes())
+        for name in CHECKED_BY:
+            digest.update(b"\0" + name.encode("utf-8") + b"\0" + package.joinpath(name).read_bytes())
+    except OSError:
+        return None
+    return digest.hexdigest()[:32]
+
+
+def _checked(path: Path | Traversable) -> tuple[Layout, ...]:
+    """The layouts of the file at `path`, checked."""
     import jsonschema
 
-    path = path or layouts_file()
+    from ..knowledge.validation import line_of, read_yaml, schema, schema_problems
+
     problems: list[str] = []
     data, node = read_yaml(str(path), path.read_text(encoding="utf-8"), problems)
     if not problems:
