@@ -16,6 +16,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import lab_logs_of
 
 DATA = Path(__file__).parent / "data"
@@ -46,11 +48,15 @@ def events() -> list[str]:
     return texts + variants + ["", "job ", "job " + "a" * 31]
 
 
-def test_the_job_read_off_the_bytes_is_pythons():
+@pytest.mark.parametrize("few_lines", [0, 10**9])  # the rows the bytes leave: by RE2, then by Python's `re`
+def test_the_job_read_off_the_bytes_is_pythons(monkeypatch, few_lines):
     import numpy as np
     import pyarrow as pa
 
+    from flinkdoctor.scan import measure
     from flinkdoctor.scan.measure import JOB_IN_EVENT, _jobs, _jobs_by_bytes
+
+    monkeypatch.setattr(measure, "FEW_LINES", few_lines)
 
     python = re.compile(JOB_IN_EVENT)
     want = []
@@ -62,7 +68,7 @@ def test_the_job_read_off_the_bytes_is_pythons():
     assert _jobs(values, rows).to_pylist() == want
     start, undecided = _jobs_by_bytes(values.cast(pa.large_string()), rows)
     decided = np.count_nonzero(start >= 0)
-    assert decided >= 50 and len(undecided) < decided  # the bytes decide most rows that hold a job
+    assert decided >= 50 and 0 < len(undecided) < decided  # the bytes decide most rows that hold a job
     # only the rows asked for are read, and a sliced array is read at its own offsets
     half = np.arange(0, len(values) - 1, 2)
     shown = _jobs(values.slice(1), half).to_pylist()

@@ -421,10 +421,15 @@ def _jobs(text: pa.Array, rows: Positions) -> pa.Array:
 
 
 def _jobs_by_regex(text: pa.Array, rows: Positions) -> pa.Array:
-    """Of each of `rows` of `text`, the job id JOB_IN_EVENT finds in it (null: none), by RE2."""
+    """Of each of `rows` of `text`, the job id JOB_IN_EVENT finds in it (null: none): by RE2, or by Python's `re`
+    for fewer than FEW_LINES rows (a production part leaves a few a batch, the events that restore from a chk-N
+    path: Arrow compiled RE2's form, with every Unicode word character in it, for each batch)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if len(rows) < FEW_LINES:
+        searched = [re.search(JOB_IN_EVENT, value or "") for value in text.take(pa.array(rows)).to_pylist()]
+        return pa.array([m[1] or m[2] if m else None for m in searched], pa.string())
     found = extract(text.take(pa.array(rows)), JOB_IN_EVENT, _job_regex(True), _job_regex(False))
     path, named = found.field("path"), found.field("named")
     job = pc.if_else(pc.equal(path, ""), named, path)
@@ -461,12 +466,12 @@ def _jobs_by_bytes(text: pa.LargeStringArray, rows: Positions) -> tuple[Position
     checkpoint_rows = np.searchsorted(offsets, at(b"/chk-", 0), side="right") - 1
     job = at(b"job ", 0)
     row = np.searchsorted(offsets, job, side="right") - 1
-    word, hexadecimal = _byte_classes()
+    word = _word_classes()
     end = offsets[row + 1]
     word_before = np.where(job > offsets[row], word[data[np.maximum(job - 1, 0)]], NO)  # a text's start: none
     hexes = np.zeros(len(job), dtype=bool)
     whole = np.flatnonzero(job + 36 <= end)  # 32 bytes after `job ` in its row
-    hexes[whole] = hexadecimal[_windows(data, job[whole] + 4)].all(axis=1)
+    hexes[whole] = _lower_hex(_windows(data, job[whole] + 4)).all(axis=1)
     after = job + 36
     word_after = np.where(after < end, word[data[np.minimum(after, max(hi - 1, 0))]], NO)
     undecided = np.zeros(n, dtype=bool)
@@ -510,14 +515,21 @@ NO, YES, MAYBE = 0, 1, 2  # a byte's word class: not a word character, one, or b
 
 
 @cache
-def _byte_classes() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
-    """Per byte: its word class (Python's \\w on an ASCII character; MAYBE beyond ASCII), and whether it is a
-    lower-case hex digit."""
+def _word_classes() -> npt.NDArray[np.uint8]:
+    """Per byte: its word class (Python's \\w on an ASCII character; MAYBE beyond ASCII)."""
     import numpy as np
 
     word = [MAYBE if b >= 128 else YES if chr(b).isalnum() or b == ord("_") else NO for b in range(256)]
-    hexadecimal = [chr(b) in "0123456789abcdef" for b in range(256)]
-    return np.array(word, dtype=np.uint8), np.array(hexadecimal, dtype=bool)
+    return np.array(word, dtype=np.uint8)
+
+
+def _lower_hex(values: npt.NDArray[np.uint8]) -> Flags:
+    """Per byte, whether it is a lower-case hex digit: two ranges, each a subtraction that wraps below it and a
+    comparison (a 256-entry table indexed by every byte cost twice as much)."""
+    import numpy as np
+
+    hexes: Flags = (values - np.uint8(ord("0")) <= 9) | (values - np.uint8(ord("a")) <= 5)
+    return hexes
 
 
 def measures_type() -> pa.ListType:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeAlias
@@ -146,24 +146,33 @@ def scan(
     compiled = database(prefilter)
     if compiled is None:
         return _scan_re2(prefilter, data, begin, first_line_end)
-    base = int(begin[0])
     ids: list[int] = []
     ends: list[int] = []
-    shift = [base]
 
-    def on_match(pattern_id: int, start: int, stop: int, flags: int, context: object) -> None:
-        ids.append(pattern_id)
-        ends.append(stop + shift[0])
+    def on_match(  # (once per match: the fewest operations, each list's append bound once)
+        pattern_id: int,
+        start: int,
+        stop: int,
+        flags: int,
+        context: object,
+        of_pattern: Callable[[int], None] = ids.append,
+        of_end: Callable[[int], None] = ends.append,
+    ) -> None:
+        of_pattern(pattern_id)
+        of_end(stop)
 
-    bounds = [base, len(data)] if files is None else [*files.tolist(), len(data)]
+    bounds = [int(begin[0]), len(data)] if files is None else [*files.tolist(), len(data)]
+    shifts, counts = [], []  # each scanned file's offset in `data`, and its matches (their ends are in the file)
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         if hi > lo:
-            shift[0] = lo
+            found = len(ends)
             compiled.scan(data.data[lo:hi], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
+            shifts.append(lo)
+            counts.append(len(ends) - found)
     if not ids:
         return Hits(n, {}, none)
     which = np.array(ids, dtype=np.int64)
-    stop = np.array(ends, dtype=np.int64)
+    stop = np.array(ends, dtype=np.int64) + np.repeat(np.array(shifts, dtype=np.int64), counts)
     event = np.searchsorted(begin, stop - 1, side="right") - 1  # the event holding the match's last byte
     words = which < len(prefilter.words)
     level_words = distinct(event[words & (stop <= first_line_end[event])])

@@ -104,7 +104,7 @@ def read_fixed(ts: pa.Array, literal: bytes, fields: tuple[tuple[str, int, int],
         return out.view("datetime64[ns]"), read
     offsets = np.frombuffer(ts.buffers()[1], dtype=np.int64)[ts.offset : ts.offset + n + 1]
     data = np.frombuffer(ts.buffers()[2], dtype=np.uint8)
-    chars = data[offsets[rows][:, None] + np.arange(width)]  # rows x width
+    chars = np.lib.stride_tricks.sliding_window_view(data, width)[offsets[rows]]  # rows x width (a row copied each)
     pattern = np.frombuffer(literal, dtype=np.uint8)
     digit = np.zeros(width, dtype=bool)
     for _, start, size in fields:
