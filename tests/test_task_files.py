@@ -38,10 +38,11 @@ def scanned(rules, tmp_path_factory):
     matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
     tasks = plan(ingest([log], work / "in").text_sources, SPLIT_BYTES)
     spec = dataclasses.replace(measured_rows(metrics), out_dir=str(work / "measures"))
-    (work / "measures").mkdir()
-    (work / "events").mkdir()
+    for folder in ("measures", "events", "keys", "candidates"):
+        (work / folder).mkdir()
     ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
-    list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec))
+    choice = (str(work / "keys"), str(work / "candidates"))
+    list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec, choice=choice))
     batches = [out for part in tasks[0] for out in scan_part(part, matcher.prefilter, matcher)]
     batches = [b for b in batches if not isinstance(b, PartStats)]
     rows = [flat_rows(b, spec, tasks[0][0].layout)[0] for b in batches]
@@ -203,3 +204,28 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
         variant = pa.RecordBatch.from_pylist([{**row, **changed}], schema=batch.schema)
         assert scanner._events_rows(variant).num_rows == 1, name
     assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema)).num_rows == 0
+
+
+def test_the_task_writes_the_keys_of_the_evidence_it_chose_and_those_events(scanned):
+    """The task's keys file holds the choice (choice.choose) among the keys of the events it wrote, each rule's and
+    entry's earliest and latest with its exact count: the times it read (none left to Spark in this log). Its
+    candidates file holds the events of those keys, each once, every column as the events file has it, in its
+    order, and fewer than it (every event it did not choose for some rule or entry left out)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.scan.choice import BY, KEEP_PER_RULE, choose, keys_of, keys_schema
+
+    _, _, work, _ = scanned
+    events = pq.read_table(work / "events" / "part-00000.parquet")
+    every = keys_of(events)
+    chosen = choose(every, BY, KEEP_PER_RULE)
+    written = pq.read_table(work / "keys" / "part-00000.parquet")
+    assert written.schema == keys_schema()
+    assert written.to_pylist() == chosen.drop_columns(["row"]).to_pylist()
+    assert {"rule", "entry"} == set(written.column("kind").to_pylist()) and every.column("at").null_count == 0
+    assert pc.sum(written.column("cnt")).as_py() == every.num_rows  # every match and hit counted
+    candidates = pq.read_table(work / "candidates" / "part-00000.parquet")
+    assert candidates.schema == events.schema
+    assert candidates.to_pylist() == events.take(sorted(set(chosen.column("row").to_pylist()))).to_pylist()
+    assert 0 < candidates.num_rows < every.num_rows and candidates.num_rows < events.num_rows
