@@ -985,7 +985,10 @@ def _measures_file(measures, number: dict, bundle_of: dict | None = None):
             "metric": pa.array([number[x.metric] for x in measures], pa.int32()),
             "idx": pa.array([0] * len(measures), pa.int32()),
             "line": pa.array([None if t else x.text for x, t in zip(measures, trigger, strict=True)], pa.string()),
-            "captures": pa.array([None] * len(measures), pa.map_(pa.string(), pa.string())),
+            "captures": pa.array(
+                [None if x.measures in m.COLUMNAR else list(x.captures.items()) for x in measures],
+                pa.map_(pa.string(), pa.string()),
+            ),
             "job": pa.array([None] * len(measures), pa.string()),
             **captured,
         }
@@ -1051,6 +1054,114 @@ def test_the_measures_file_read_in_batches_gives_each_bundle_its_own_checkpoints
         section, _ = analyse_checkpoints(split, Manifest([], Path("."), None), effective, paths)
         assert [j.job for j in section.jobs] == [jobs[b]]
         assert section.jobs[0] == alone.jobs[b]
+
+
+def _expiring_jobs(count: int):
+    """`count` jobs, each in its own JobManager log (source) one after another, of 120 checkpoints of which the
+    60th expired (no completion; its duration is from its trigger, 15 s before)."""
+    from flinkdoctor.analytics.metrics import Measure
+
+    measures = []
+    for k in range(count):
+        job = f"{k + 1:032x}"
+        rows = _job_measures(job, k, 120, datetime(2026, 3, 1) + timedelta(hours=k))
+        done = next(x for x in rows if x.measures == "checkpoint-completed" and x.captures["checkpoint"] == "60")
+        at = done.time - timedelta(milliseconds=80) + timedelta(seconds=15)  # (the trigger's time + 15 s)
+        expired = Measure(
+            "checkpoint-expired",
+            "checkpoint-expired",
+            k,
+            done.line,
+            at,
+            None,
+            f"Checkpoint 60 of job {job} expired before completing.",
+            {"checkpoint": "60", "job": job},
+        )
+        measures += [expired if x is done else x for x in rows]
+    return measures
+
+
+@pytest.mark.unit
+def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path, monkeypatch):
+    """A production bundle's JobManager logs are a job each, one after another in the measures' file: past
+    WINDOW_ROWS triggers and completions the driver reads them a window of whole jobs at a time, each window's
+    columns gone before the next is read, so the rows it holds at once do not grow with the jobs (4 jobs or 16:
+    windows of the same size, only more of them). The other kinds' rows, and the analysis (an expiry's duration
+    from its trigger in a window included), are those of every row read at once, and so are each bundle's when
+    bundles are diagnosed together. Jobs whose rows are interleaved in every row group leave nowhere to cut: one
+    window, the whole file, as before."""
+    import gc
+    import types
+    import weakref
+    from functools import partial
+
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.sources.ingest import Manifest
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    effective = _with_timeout("200 ms")
+    monkeypatch.setattr(m, "BATCH", 53)
+
+    def read(measures, name: str, window_rows: int):
+        folder = tmp_path / f"{name}-{window_rows}"
+        folder.mkdir()
+        file = _measures_file(measures, number)
+        for n, at in enumerate(range(0, file.num_rows, 480)):  # files of row groups of half a job's rows
+            pq.write_table(file.slice(at, 480), folder / f"part-{n:05d}.parquet", row_group_size=120)
+        source = partial(types.SimpleNamespace, host=None, fixed_line=None, line_map=None, line_offset=0)
+        manifest = types.SimpleNamespace(sources=[source(id=s) for s in {x.sid for x in measures}])
+        monkeypatch.setattr(m, "WINDOW_ROWS", window_rows)
+        texts = m.Texts(fs.LocalFileSystem(), str(folder))
+        rest, many = m._read_split(texts, known, {}, manifest)
+        given = m.Measured(x for x in measures if x.measures not in m.COLUMNAR)
+        given.checkpoints, given.texts = many, texts
+        return rest, given
+
+    def analysed(given, count: int):
+        paths = {k: f"jobmanager-{k}.log" for k in range(count)}
+        section, jobs = analyse_checkpoints(given, Manifest([], Path("."), None), effective, paths)
+        shown = [(p.file, p.line, p.duration_ms, p.text) for j in jobs for ps in j.evidence.values() for p in ps]
+        return section, shown
+
+    held: dict[int, list[int]] = {}
+    for count in (4, 16):
+        measures = _expiring_jobs(count)
+        rest, windowed = read(measures, f"jobs{count}", 500)
+        whole_rest, whole = read(measures, f"jobs{count}", 10**6)
+        assert isinstance(windowed.checkpoints, m.Windows) and not isinstance(whole.checkpoints, m.Windows)
+        assert rest.to_pylist() == whole_rest.to_pylist() and rest.num_rows == count  # (the expiries)
+        sizes, last = [], None
+        real = m.Windows.read
+
+        def one_at_a_time(self, window, real=real, sizes=sizes):
+            nonlocal last
+            gc.collect()
+            assert last is None or last() is None  # (the window before: let go)
+            columns = real(self, window)
+            sizes.append(len(columns))
+            last = weakref.ref(columns)
+            return columns
+
+        monkeypatch.setattr(m.Windows, "read", one_at_a_time)
+        section, shown = analysed(windowed, count)
+        monkeypatch.setattr(m.Windows, "read", real)
+        assert (section, shown) == analysed(whole, count) and shown
+        expired = [p for j in section.jobs for p in j.series if p.status == "expired"]
+        assert [p.duration_ms for p in expired] == [15000.0] * count  # (from its trigger, in a window)
+        held[count] = sizes
+        bundle_of = {k: k % 2 for k in range(count)}  # (bundles diagnosed together: every window read, split)
+        for split, alone in zip(windowed.by_bundle(bundle_of, 2), whole.by_bundle(bundle_of, 2), strict=True):
+            assert analysed(split, count) == analysed(alone, count)
+    assert max(held[4]) == max(held[16]) < 2 * 500 and len(held[16]) > len(held[4]) > 1
+
+    interleaved = sorted(_expiring_jobs(4), key=lambda x: (x.time.replace(day=1, hour=0), x.sid))
+    rest, together = read(interleaved, "interleaved", 500)
+    assert not isinstance(together.checkpoints, m.Windows)
 
 
 @pytest.mark.unit

@@ -113,8 +113,30 @@ def _write_crash_log() -> Path:
 
 @click.group()
 @click.version_option(package_name="flinkdoctor")
-def cli():
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Find the root cause of an Apache Flink incident in its logs."""
+    if ctx.invoked_subcommand in ("diagnose", "watch", "fleet"):
+        _system_arrow_pool()
+
+
+ARROW_POOL = "ARROW_DEFAULT_MEMORY_POOL"
+
+
+def _system_arrow_pool() -> None:
+    """The driver's Arrow buffers from the C library's allocator, unless the user chose one: Arrow's own
+    (mimalloc) keeps the pages of the measures' batches the driver read and freed, which then count in its peak.
+    Arrow reads the variable once, when its pool is first asked for: set for that, then unset, so that Spark's
+    Python workers, started from the driver's environment, keep Arrow's own for the scan."""
+    if ARROW_POOL in os.environ or "pyarrow" in sys.modules:
+        return
+    os.environ[ARROW_POOL] = "system"
+    try:
+        import pyarrow
+
+        pyarrow.default_memory_pool()
+    finally:
+        del os.environ[ARROW_POOL]
 
 
 cli.add_command(collect_command)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property
@@ -20,7 +21,7 @@ from typing import Any
 from ..knowledge.vocabulary import CheckpointStatus
 from ..sources.ingest import Manifest
 from .config import Effective, duration_ms
-from .metrics import Measure
+from .metrics import Measure, Windows
 from .model import (
     CheckpointAnalytics,
     CheckpointJob,
@@ -586,19 +587,20 @@ def analyse_checkpoints(
     measures: list[Measure], manifest: Manifest, effective: Effective, paths: dict[int, str]
 ) -> tuple[CheckpointAnalytics, list[JobAnalysis]]:
     """Per job, its analysis. `measures` may carry the triggers and completions of a long run as columns
-    (metrics.Measured.checkpoints): read in bulk (Bulk), with Points made only for what the report lists."""
-    bulk = Bulk.of(getattr(measures, "checkpoints", None), paths, getattr(measures, "texts", None))
+    (metrics.Measured.checkpoints): read in bulk (Bulk), with Points made only for what the report lists; many
+    jobs' a window of whole jobs at a time (metrics.Windows), each window's columns let go before the next."""
+    bulk_jobs, bulks = _bulks(getattr(measures, "checkpoints", None), paths, getattr(measures, "texts", None))
     triggers = {}
     for m in measures:
         if m.measures == "checkpoint-trigger" and m.captures.get("job"):
             triggers[(m.captures["job"], _int(m.captures.get("checkpoint")))] = (
                 epoch(m.captures.get("epoch_ms")) or m.time
             )
-    points = _log_points(measures, bulk.trigger_time(triggers), paths)
-    named = {p.job for p in points if p.job != UNKNOWN_JOB} | {job for job, _ in triggers} | bulk.jobs()
+    points, untriggered = _log_points(measures, triggers, paths)
+    named = {p.job for p in points if p.job != UNKNOWN_JOB} | {job for job, _ in triggers} | bulk_jobs
     only = next(iter(named)) if len(named) == 1 else None  # a REST answer without a path belongs to the only job
     points += [replace(p, job=only) if only and p.job == UNKNOWN_JOB else p for p in _rest_points(manifest)]
-    by_job: dict[str, list[Point]] = {job: [] for job in {job for job, _ in triggers} | bulk.jobs()}
+    by_job: dict[str, list[Point]] = {job: [] for job in {job for job, _ in triggers} | bulk_jobs}
     for point in points:  # each job's points and trigger times gathered in one pass: no scan of all per job
         by_job.setdefault(point.job, []).append(point)
     started: dict[str, list[tuple[int, datetime]]] = {}
@@ -606,30 +608,77 @@ def analyse_checkpoints(
         if number is not None and at:
             started.setdefault(job, []).append((number, at))
     most = max(2, SERIES_MAX // max(1, len(by_job)))  # 100,000 jobs of a session cluster: a report of bounded size
-    jobs, analyses, configured = sorted(by_job), [], Configured.of(effective)
-    for first in range(0, len(jobs), PREPARED):  # (the small jobs' figures a share at a time: not all held at once)
-        share = jobs[first : first + PREPARED]
-        bulk.prepare([job for job in share if not by_job[job] and job not in started], most)
-        analyses += [
-            _job(job, by_job[job], bulk.gaps(job, _gaps(started.get(job, []))), configured, bulk.completed(job), most)
-            for job in share
-        ]
-        bulk.keep_shown(analyses[first:])
-    bulk.fill()  # the text of the points the findings show
+    found: dict[str, JobAnalysis] = {}
+    jobs = _Jobs(by_job, started, untriggered, Configured.of(effective), most)
+    timed = rows = False
+    for bulk in bulks:
+        found.update(jobs.analysed(sorted(bulk.jobs()), bulk))
+        timed, rows = timed or bulk.any_duration(), rows or bool(bulk.rows)
+        del bulk  # (a window's columns: not held while the next is read)
+    found.update(jobs.analysed(sorted(set(by_job) - set(found)), Bulk()))
+    analyses = [found[job] for job in sorted(by_job)]
     missing = []
-    if not any(p.duration_ms is not None for p in points) and not bulk.any_duration():
+    if not any(p.duration_ms is not None for p in points) and not timed:
         missing.append(
             "No checkpoint durations in the input: add the JobManager log (its 'Completed checkpoint' and 'expired' "
             "lines) or the REST checkpoint history (/jobs/<id>/checkpoints) to measure them against the timeout and "
             "the interval."
         )
-    if (points or bulk.rows) and not any(a.report.timeout for a in analyses):
+    if (points or rows) and not any(a.report.timeout for a in analyses):
         missing.append(
             "No checkpoint timeout in the input: add the configuration (flink-conf.yaml / config.yaml), the "
             "JobManager log's start-up lines or REST /jobs/<id>/checkpoints/config; a timeout set in the job's code "
             "shows only in REST."
         )
     return CheckpointAnalytics([a.report for a in analyses], missing), analyses
+
+
+def _bulks(checkpoints, paths: dict[int, str], texts) -> tuple[set[str], Iterator[Bulk]]:
+    """(the jobs of the triggers and completions in bulk; their Bulks, one per window of jobs, made as asked)."""
+    if isinstance(checkpoints, Windows):
+        return checkpoints.jobs, _windows(checkpoints, paths, texts)
+    bulk = Bulk.of(checkpoints, paths, texts)
+    return bulk.jobs(), iter([bulk])
+
+
+def _windows(windows, paths: dict[int, str], texts) -> Iterator[Bulk]:
+    """Each window's Bulk, read when asked: nothing here holds the one before (its caller lets it go)."""
+    for window in range(len(windows)):
+        yield Bulk(windows.read(window), paths, texts)
+
+
+@dataclass
+class _Jobs:
+    """What every job's analysis reads beside its bulk: its listed points, trigger times, ends whose duration
+    waits for a trigger in bulk (`untriggered`), the configured limits, its share of the series."""
+
+    points: dict[str, list[Point]]
+    started: dict[str, list[tuple[int, datetime]]]
+    untriggered: dict[str, list[Point]]
+    configured: Configured
+    most: int
+
+    def analysed(self, jobs: list[str], bulk: Bulk) -> dict[str, JobAnalysis]:
+        """The analyses of `jobs`, whose rows in bulk are all in `bulk`; the text of their evidence read."""
+        found: dict[str, JobAnalysis] = {}
+        for first in range(0, len(jobs), PREPARED):  # (the small jobs' figures a share at a time: not all held)
+            share = jobs[first : first + PREPARED]
+            bulk.prepare([job for job in share if not self.points[job] and job not in self.started], most=self.most)
+            for job in share:
+                _trigger_durations(self.untriggered.pop(job, []), bulk.trigger_time({}))
+                gaps = bulk.gaps(job, _gaps(self.started.get(job, [])))
+                found[job] = _job(job, self.points[job], gaps, self.configured, bulk.completed(job), self.most)
+            bulk.keep_shown([found[job] for job in share])
+        bulk.fill()  # the text of the points the findings show
+        return found
+
+
+def _trigger_durations(points: list[Point], trigger_time) -> None:
+    """An end's duration from its trigger (`trigger_time`, the bulk's), where only the bulk has the trigger."""
+    for point in points:
+        started = trigger_time(point.job, point.id)
+        if started and point.time:
+            point.duration_ms = (point.time - started).total_seconds() * 1000  # trigger to failure
 
 
 def _int(text) -> int | None:
@@ -639,9 +688,13 @@ def _int(text) -> int | None:
         return None
 
 
-def _log_points(measures: list[Measure], trigger_time, paths: dict[int, str]) -> list[Point]:
-    """A point per measured end of a checkpoint (or timed step), each made once: a long run has millions."""
-    points = []
+def _log_points(
+    measures: list[Measure], triggers: dict, paths: dict[int, str]
+) -> tuple[list[Point], dict[str, list[Point]]]:
+    """(a point per measured end of a checkpoint (or timed step), each made once: a long run has millions; per
+    job, the ends whose duration is from a trigger that `triggers` does not list, which the bulk may hold)."""
+    points: list[Point] = []
+    untriggered: dict[str, list[Point]] = {}
     for m in measures:
         if m.measures != "storage-close" and m.measures not in STATUS_OF:
             continue
@@ -661,14 +714,15 @@ def _log_points(measures: list[Measure], trigger_time, paths: dict[int, str]) ->
             points.append(point)
             continue
         status = STATUS_OF[m.measures]
-        started = trigger_time(job, number)
+        started = triggers.get((job, number))
         if duration is None and started and m.time and status != "completed":
             duration = (m.time - started).total_seconds() * 1000  # trigger to failure
         size = _int(captures.get("bytes"))
-        points.append(
-            Point(job, number, m.time, status, duration, size, path, m.line, "checkpoint", m.sid, m.host, m.text)
-        )
-    return points
+        point = Point(job, number, m.time, status, duration, size, path, m.line, "checkpoint", m.sid, m.host, m.text)
+        if started is None and number is not None and duration is None and m.time and status != "completed":
+            untriggered.setdefault(job, []).append(point)
+        points.append(point)
+    return points, untriggered
 
 
 def _rest_points(manifest: Manifest) -> list[Point]:

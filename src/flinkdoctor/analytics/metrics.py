@@ -9,10 +9,12 @@ line per checkpoint.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from ..errors import RuleError
 from ..knowledge.regexes import checked
@@ -167,7 +169,8 @@ def _in_group_order(metric: Metric, captures) -> dict[str, str]:
 
 class Measured(list):
     """The measures (a list of Measure), and, when there were many, the checkpoints' triggers and completions as
-    columns instead (`checkpoints`, columns.Columns; checkpoints.py reads them in bulk): a long run has millions.
+    columns instead (`checkpoints`, columns.Columns, or Windows of them; checkpoints.py reads them in bulk): a
+    long run has millions.
     Their lines' text stays in the file Spark wrote (`texts`): only the few a report shows are read back."""
 
     checkpoints = None
@@ -180,6 +183,8 @@ class Measured(list):
         if bundles == 1:  # (diagnose: one bundle, its measures as they are, no pass over the columns)
             return [self]
         split = [Measured() for _ in range(bundles)]
+        if isinstance(self.checkpoints, Windows):  # (a fleet's: every window at once, split by source as before)
+            self.checkpoints = self.checkpoints.whole()
         for measured in split:
             measured.texts = self.texts
         for measure in self:
@@ -358,47 +363,166 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
     """The measures' file read a batch at a time, each batch split (_split_columnar) as it is read, its `line`
     the row's position: memory holds one batch's strings and the compact columns kept (columns.Columns), not the
     whole file, nor the keys `_reduced` groups by: the few rows that may share a group are read again for theirs
-    (columns.Builder.shared)."""
-    import numpy as np
-
-    from .columns import Builder, give_back
-
+    (columns.Builder.shared). Past WINDOW_ROWS triggers and completions, when the file's row groups can be cut
+    between jobs, the columns are not read here but a window of jobs at a time (Windows) by the analysis."""
     schema = texts.files[0].schema_arrow  # (Spark writes a file even for no rows)
     columns = [c for c in schema.names if c not in ("line", "ts")]  # (`ts`: the tasks' rows', for Spark)
     at, known = schema.names.index("line"), (metrics, blocks, manifest)
-    kinds = [metric.measures for metric in metrics]
-    counts = np.zeros(len(kinds), dtype=np.int64)  # per metric: the columns are made once at their size (Builder)
-    for file in texts.files:
-        for batch in file.iter_batches(batch_size=BATCH * 16, columns=["metric"]):
-            counts += np.bincount(batch.column(0).to_numpy(zero_copy_only=False), minlength=len(kinds))
-    sizes = [int(sum(n for n, kind in zip(counts, kinds, strict=True) if kind == wanted)) for wanted in COLUMNAR]
+    plan = Plan.of(texts, metrics)
     keyed = "bundle" in schema.names
-    rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed)
+    if len(plan.windows) > 1:
+        own = [c for c in columns if not c.startswith("c_")]  # (the triggers' and completions' captures: not read)
+        return _read_batches(texts, own, at, known, None, keyed)[0], Windows(texts, known, plan)
+    return _read_columns(texts, known, plan.sizes, None, keyed)
+
+
+def _read_columns(texts: Texts, known: tuple, sizes: tuple[int, int], groups: list[int] | None, keyed: bool):
+    """(the rows of other kinds, or None when `groups` are given; the triggers and completions of the row groups
+    `groups` (default: all) as columns.Columns): `sizes`, how many triggers and completions they hold."""
+    from .columns import Builder, give_back
+
+    schema = texts.files[0].schema_arrow
+    columns = [c for c in schema.names if c not in ("line", "ts")]
+    at = schema.names.index("line")
+    rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed, groups)
     shared = many.shared() if keyed else {}
     if shared:  # a checkpoint's lines read twice, a job's numbers counted again: those rows by their keys
-        many.reduce_shared(shared, _shared_rows(texts, metrics, shared))
+        many.reduce_shared(shared, _shared_rows(texts, known[0], shared, groups))
     del shared
     give_back()
     return rest, many.columns()
 
 
+def _sides(metrics: tuple[Metric, ...]):
+    """Per metric (numpy, by its number), 0 for a trigger, 1 for a completion, -1 for another kind."""
+    import numpy as np
+
+    return np.array([COLUMNAR.index(m.measures) if m.measures in COLUMNAR else -1 for m in metrics], np.int8)
+
+
+WINDOW_ROWS = 1 << 20  # triggers and completions past which the analysis reads them a window of jobs at a time
+
+
+@dataclass
+class Plan:
+    """The windows the measures' file's triggers and completions are read in: runs of its row groups (those that
+    hold any), each closed at the first cut past WINDOW_ROWS rows where no job has rows on both sides, so that
+    each job is analysed whole from one window. A production bundle's JobManager logs are a job each: a window
+    is a few logs, and the driver holds one window's columns, not every log's. Jobs whose rows are interleaved
+    across the file (nowhere to cut) make one window: the whole file, read as before."""
+
+    sizes: tuple[int, int]  # triggers, completions in the file
+    windows: list[tuple[list[int], tuple[int, int]]]  # (row groups, their triggers and completions)
+    jobs: set[str] = field(default_factory=set)  # the jobs of the triggers and completions (several windows)
+
+    @staticmethod
+    def of(texts: Texts, metrics: tuple[Metric, ...]) -> Plan:
+        import numpy as np
+
+        sides = _sides(metrics)
+        counts = np.zeros((len(texts.groups), 2), dtype=np.int64)  # per row group its triggers, completions
+        for g, (file, index) in enumerate(texts.groups):
+            side = sides[file.read_row_group(index, columns=["metric"]).column(0).to_numpy()]
+            counts[g] = np.count_nonzero(side == 0), np.count_nonzero(side == 1)
+        sizes = (int(counts[:, 0].sum()), int(counts[:, 1].sum()))
+        held = [g for g in range(len(counts)) if counts[g].any()]
+        if sum(sizes) <= WINDOW_ROWS:
+            return Plan(sizes, [(held, sizes)])
+        spans, jobs = _job_spans(texts, sides, held)
+        open_after = np.zeros(len(counts) + 1, dtype=np.int64)  # jobs with rows up to each row group and after it
+        np.add.at(open_after, [first for first, _ in spans.values()], 1)
+        np.add.at(open_after, [last for _, last in spans.values()], -1)
+        open_after = np.cumsum(open_after)
+        windows: list[tuple[list[int], tuple[int, int]]] = []
+        current: list[int] = []
+        rows = 0
+        for g in held:
+            current.append(g)
+            rows += int(counts[g].sum())
+            if g == held[-1] or (rows >= WINDOW_ROWS and not open_after[g]):
+                windows.append((current, (int(counts[current, 0].sum()), int(counts[current, 1].sum()))))
+                current, rows = [], 0
+        return Plan(sizes, windows, jobs)
+
+
+def _job_spans(texts: Texts, sides, held: list[int]) -> tuple[dict[str, tuple[int, int]], set[str]]:
+    """(per job, the first and last of the row groups `held` with a trigger or completion of it; the jobs): the
+    job as _split_columnar names it (the captured one, else the event's, else "unknown job"), read as Parquet's
+    dictionary codes: no string made per row."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    known: dict[str, int] = {}
+    spans: dict[int, tuple[int, int]] = {}
+    coded = {}
+    for g in held:
+        file, index = texts.groups[g]
+        if id(file) not in coded:
+            name = texts.names[texts.files.index(file)]
+            coded[id(file)] = pq.ParquetFile(
+                name, filesystem=texts.filesystem, read_dictionary=["job", "c_job"], pre_buffer=False
+            )
+        table = coded[id(file)].read_row_group(index, columns=["metric", "job", "c_job"])
+        owner = np.full(table.num_rows, -1, dtype=np.int64)
+        for column in ("job", "c_job"):  # (the captured job, read last, wins)
+            start = 0
+            for chunk in table.column(column).chunks:
+                codes = np.array([known.setdefault(v, len(known)) for v in chunk.dictionary.to_pylist()] + [-1])
+                mapped = codes[pc.fill_null(chunk.indices, len(codes) - 1).to_numpy(zero_copy_only=False)]
+                named = mapped >= 0
+                owner[start : start + len(chunk)][named] = mapped[named]
+                start += len(chunk)
+        owner[owner < 0] = known.setdefault("unknown job", len(known))
+        for code in np.unique(owner[sides[table.column("metric").to_numpy()] >= 0]).tolist():
+            spans[code] = (spans.get(code, (g, g))[0], g)
+    names = list(known)
+    return {names[code]: span for code, span in spans.items()}, {names[code] for code in spans}
+
+
+class Windows:
+    """A long run's triggers and completions read a window of jobs at a time (Plan), as columns.Columns: the
+    analysis takes each window's jobs and lets its columns go before it reads the next."""
+
+    def __init__(self, texts: Texts, known: tuple, plan: Plan) -> None:
+        self.texts, self.known, self.plan = texts, known, plan
+        self.jobs = plan.jobs
+        self.keyed = "bundle" in texts.files[0].schema_arrow.names
+
+    def __len__(self) -> int:
+        return len(self.plan.windows)
+
+    def read(self, window: int):
+        """The columns of a window (what an earlier window freed given back first: one window held at a time)."""
+        from .columns import give_back
+
+        give_back()
+        groups, sizes = self.plan.windows[window]
+        return _read_columns(self.texts, self.known, sizes, groups, self.keyed)[1]
+
+    def whole(self):
+        """Every window's columns as one columns.Columns (bundles diagnosed together: split by their sources)."""
+        groups = [g for window, _ in self.plan.windows for g in window]
+        return _read_columns(self.texts, self.known, self.plan.sizes, groups, self.keyed)[1]
+
+
 SHARED_KEYS = ("metric", "bundle", "c_checkpoint", "c_duration_ms", "block", "first_rel", "idx")
 
 
-def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict) -> dict:
+def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict, groups: list[int] | None = None) -> dict:
     """Per side ("t", "c"), a table of the groups' keys (the columns columns.Builder._group_keys reads, as
     _split_columnar makes them) of the triggers or completions at the positions `shared` lists
-    (columns.Builder.shared: positions among the side's rows as read), in that order: the file read again, only
-    the keys' columns, and only those rows kept."""
+    (columns.Builder.shared: positions among the side's rows as read, of the row groups `groups`, default all),
+    in that order: the file read again, only the keys' columns, and only those rows kept."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    side_of = np.array([COLUMNAR.index(m.measures) if m.measures in COLUMNAR else -1 for m in metrics], np.int8)
+    side_of = _sides(metrics)
     wanted = [shared.get("t", np.zeros(0, np.int64)), shared.get("c", np.zeros(0, np.int64))]
     seen = [0, 0]
     found: dict[int, list] = {0: [], 1: []}
-    for batch in (b for file in texts.files for b in file.iter_batches(batch_size=BATCH * 4, columns=SHARED_KEYS)):
+    for _, batch in texts.batches(SHARED_KEYS, BATCH * 4, groups):
         side = side_of[batch.column("metric").to_numpy(zero_copy_only=False)]
         for s in (0, 1):
             rows = np.flatnonzero(side == s)
@@ -427,39 +551,63 @@ def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict) -> dic
     return keys
 
 
-def _read_batches(texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool):
-    """(the rows of other kinds, reduced; `many` with the triggers and completions of every batch added)."""
+def _read_batches(
+    texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool, groups: list[int] | None = None
+):
+    """(the rows of other kinds, reduced, or None when only the row groups `groups` are read; `many` with the
+    triggers and completions of every batch added). `many` None: the other kinds' rows only (`columns` without
+    the triggers' and completions' captures, which are not decoded)."""
     import numpy as np
     import pyarrow as pa
 
     from .columns import give_back
 
     metrics = known[0]
-    rests, start = [], 0
+    sides, schema = _sides(metrics), texts.files[0].schema_arrow
+    rests: list | None = [] if groups is None else None
     held = carried = 0  # rows of other kinds held, of which the groups' winners so far
     pool = pa.default_memory_pool()
-    for n, batch in enumerate(
-        batch for file in texts.files for batch in file.iter_batches(batch_size=BATCH, columns=columns)
-    ):
+    for n, (start, batch) in enumerate(texts.batches(columns, BATCH, groups)):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
-        start += batch.num_rows
-        rest, kept = _split_columnar(pa.Table.from_batches([batch]).add_column(at, "line", rows), *known)
-        rests.append(rest)
-        held += rest.num_rows
-        if keyed and held >= max(BATCH, 2 * carried):  # a day of declines: memory holds groups, not lines
-            rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
-            held = carried = rests[0].num_rows
-        many.add(kept)
-        del batch, kept, rest
+        table = pa.Table.from_batches([batch]).add_column(at, "line", rows)
+        if many is None:
+            table = _others(table, sides, schema)
+        rest, kept = _split_columnar(table, *known)
+        if rests is not None:
+            rests.append(rest)
+            held += rest.num_rows
+            if keyed and held >= max(BATCH, 2 * carried):  # a day of declines: memory holds groups, not lines
+                rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
+                held = carried = rests[0].num_rows
+        if many is not None:
+            many.add(kept)
+        del batch, table, kept, rest
         if n % RELEASED == RELEASED - 1:  # (Arrow's allocator keeps decoded batches' pages: they would add up)
             pool.release_unused()
-    if not rests:  # no rows: the empty table of the file's schema
-        schema = texts.files[0].schema_arrow
-        empty = schema.empty_table().select(columns)
-        rests.append(_split_columnar(empty.add_column(at, "line", pa.array([], pa.int64())), *known)[0])
     give_back()
+    if rests is None:
+        return None, many
+    if not rests:  # no rows: the empty table of the file's schema
+        empty = schema.empty_table().select(columns)
+        if many is None:
+            empty = _others(empty.add_column(at, "line", pa.array([], pa.int64())), sides, schema)
+        else:
+            empty = empty.add_column(at, "line", pa.array([], pa.int64()))
+        rests.append(_split_columnar(empty, *known)[0])
     rest = pa.concat_tables(rests)
     return (_reduce_rest(rest, metrics) if keyed else rest), many
+
+
+def _others(table, sides, schema):
+    """The rows of kinds other than the triggers and completions, with the captures' columns (unread: theirs
+    are null) as nulls of the file's types."""
+    import pyarrow as pa
+
+    table = table.filter(pa.array(sides[table.column("metric").to_numpy(zero_copy_only=False)] < 0))
+    for key in CAPTURED:
+        field = schema.field(f"c_{key}")
+        table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table
 
 
 def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
@@ -518,15 +666,30 @@ class Texts:
         from pyarrow import fs
 
         found = filesystem.get_file_info(fs.FileSelector(path, recursive=False))
-        names = sorted(f.path for f in found if f.is_file and f.path.endswith(".parquet"))
+        self.filesystem = filesystem
+        self.names = sorted(f.path for f in found if f.is_file and f.path.endswith(".parquet"))
         # (pre_buffer: each file would keep its last row group's column chunks, held for the run: a task's MBs)
-        self.files = [pq.ParquetFile(name, filesystem=filesystem, pre_buffer=False) for name in names]
-        groups = [(file, g) for file in self.files for g in range(file.num_row_groups)]
-        self._groups = groups
-        sizes = [file.metadata.row_group(g).num_rows for file, g in groups]
+        self.files = [pq.ParquetFile(name, filesystem=filesystem, pre_buffer=False) for name in self.names]
+        self.groups = [(file, g) for file in self.files for g in range(file.num_row_groups)]  # in the order read
+        sizes = [file.metadata.row_group(g).num_rows for file, g in self.groups]
         self._starts = [0]
         for size in sizes:
             self._starts.append(self._starts[-1] + size)
+
+    def batches(self, columns: Sequence[str], size: int, groups: list[int] | None = None):
+        """(the row, in the order read, of its first row; a batch of `columns`) of the row groups `groups`
+        (positions in `self.groups`, ascending; default every one), in order."""
+        runs: list[tuple[Any, int, list[int]]] = []  # (file, its first row, row groups in it one after another)
+        for g in range(len(self.groups)) if groups is None else groups:
+            file, index = self.groups[g]
+            if runs and runs[-1][0] is file and runs[-1][2][-1] == index - 1:
+                runs[-1][2].append(index)
+            else:
+                runs.append((file, self._starts[g], [index]))
+        for file, start, indexes in runs:
+            for batch in file.iter_batches(batch_size=size, row_groups=indexes, columns=columns):
+                yield start, batch
+                start += batch.num_rows
 
     def read(self, rows) -> list[str | None]:
         """The text of each row (positions as read, any order, an Arrow or numpy array): each row group that
@@ -545,7 +708,7 @@ class Texts:
         cuts = np.flatnonzero(np.diff(group[order])) + 1
         for chunk in np.split(order, cuts):
             g = int(group[chunk[0]])
-            file, index = self._groups[g]
+            file, index = self.groups[g]
             wanted = rows[chunk] - self._starts[g]  # (positions in the group)
             ranked = np.argsort(wanted, kind="stable")
             ordered, start = wanted[ranked], 0
