@@ -113,3 +113,23 @@ cases:
     result = run("rules", "test", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     assert "2 passed, 0 failed" in result.stdout
+
+
+POOL_PROBE = """
+import os, sys
+from flinkdoctor.cli import ARROW_POOL, _system_arrow_pool
+_system_arrow_pool()
+import pyarrow
+print(pyarrow.default_memory_pool().backend_name, os.environ.get(ARROW_POOL))
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("given", "printed"), [(None, "system None"), ("mimalloc", "mimalloc mimalloc")])
+def test_the_drivers_arrow_pool_is_the_systems_unless_the_user_chose_one(given, printed):
+    """The driver's Arrow allocator is the C library's (freed pages go back), and the variable is unset again so
+    that the Spark workers it starts keep Arrow's own; a user's own choice stays, in the driver and the workers."""
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    env |= {"ARROW_DEFAULT_MEMORY_POOL": given} if given else {}
+    done = subprocess.run([sys.executable, "-c", POOL_PROBE], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.split() == printed.split()

@@ -45,6 +45,8 @@ def events() -> list[str]:
         place = rng.choice([at, at + 36])
         variants.append(text[:place] + rng.choice(NEIGHBOURS) + text[place:])
         variants.append(text[: at + 4] + text[at + 4 : at + 36].upper() + text[at + 36 :])
+        # the byte just past each range of lower-case hex digits ('9'+1, 'f'+1) and just before ('0'-1, 'a'-1)
+        variants += [text[: at + 35] + byte + text[at + 36 :] for byte in (":", "g", "/", "`")]
     return texts + variants + ["", "job ", "job " + "a" * 31]
 
 

@@ -229,3 +229,54 @@ def test_the_task_writes_the_keys_of_the_evidence_it_chose_and_those_events(scan
     assert candidates.schema == events.schema
     assert candidates.to_pylist() == events.take(sorted(set(chosen.column("row").to_pylist()))).to_pylist()
     assert 0 < candidates.num_rows < every.num_rows and candidates.num_rows < events.num_rows
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Shanghai"])
+def test_keys_whose_times_are_sparks_are_written_unchosen_and_said_so(rules, tmp_path, monkeypatch, zone):
+    """A real lab JobManager log scanned as one task. In UTC the task reads the times and chooses among its keys
+    (fewer keys than matches, counts exact, its chosen events written as candidates). In another zone every time
+    is Spark's to parse (times.py): each key is written unchosen with its raw time, no candidates, and the keys
+    file's footer says so, for the driver to choose with Spark (findings._chosen_in_spark). One instance kept per
+    group, so that the log's 19 matches and hits leave some to choose."""
+    import dataclasses
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.analytics.metrics import load_metrics, measured_rows
+    from flinkdoctor.scan import choice as choosing
+    from flinkdoctor.scan.choice import any_left_to_spark, read_keys
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.scan.scanner import part_rows, run
+    from flinkdoctor.sources.ingest import ingest
+
+    with tarfile.open(DATA / "lab" / "1.20.3" / "checkpoint-timeout.tar.gz") as archive:
+        member = next(m for m in archive.getmembers() if "/log/" in m.name and "standalonesession" in m.name)
+        log = tmp_path / Path(member.name).name
+        log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+    monkeypatch.setattr(choosing, "KEEP_PER_RULE", 1)
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
+    tasks = plan(ingest([log], tmp_path / "in").text_sources, SPLIT_BYTES)
+    spec = dataclasses.replace(
+        measured_rows(metrics), out_dir=str(tmp_path / "measures"), timezone=zone, session_utc=True
+    )
+    for folder in ("measures", "events", "keys", "candidates"):
+        (tmp_path / folder).mkdir()
+    ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
+    choice = (str(tmp_path / "keys"), str(tmp_path / "candidates"))
+    (stats,) = run(
+        iter([ids]), part_rows(tasks), matcher.prefilter, str(tmp_path / "events"), matcher, spec, choice=choice
+    )
+    found = pc.sum(stats.column("matched")).as_py() + pc.sum(stats.column("catalogued")).as_py()
+    keys = read_keys(str(tmp_path / "keys"))
+    assert pc.sum(keys.column("cnt")).as_py() == found
+    candidates = (tmp_path / "candidates" / "part-00000.parquet").exists()
+    if zone == "UTC":
+        assert keys.num_rows < found and keys.column("ts").null_count == keys.num_rows
+        assert candidates and not any_left_to_spark(str(tmp_path / "keys"))
+    else:
+        assert keys.num_rows == found and keys.column("at").null_count == keys.num_rows
+        assert keys.column("ts").null_count == 0
+        assert not candidates and any_left_to_spark(str(tmp_path / "keys"))

@@ -4,6 +4,7 @@ needs pandas still gets it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -32,8 +33,22 @@ print("pandas" in sys.modules)
 """
 
 
-def _run(code: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+IN_A_TASK = """
+import sys, pyspark
+pyspark.TaskContext.get = classmethod(lambda cls: object())  # (as inside a Spark task)
+from flinkdoctor.runtime.worker import prepare_task
+import pyarrow as pa
+prepare_task()
+pa.array(["a"])
+print("pandas" in sys.modules)
+"""
+
+
+def _run(code: str, own_workers: bool = False) -> list[str]:
+    from flinkdoctor.runtime.conf import OWN_WORKERS
+
+    env = {k: v for k, v in os.environ.items() if k != OWN_WORKERS} | ({OWN_WORKERS: "1"} if own_workers else {})
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return done.stdout.splitlines()
 
 
@@ -46,7 +61,17 @@ def test_a_task_worker_converts_python_objects_without_importing_pandas():
 
 def test_outside_a_spark_task_pyarrow_is_left_alone():
     """On the driver (no TaskContext) a user's pandas objects may reach pyarrow: its look for pandas is its own."""
-    assert _run(ON_THE_DRIVER) == ["True"]
+    assert _run(ON_THE_DRIVER, own_workers=True) == ["True"]
+
+
+def test_only_the_workers_of_flinkdoctors_own_sessions_hide_pandas():
+    """A session a user hands to diagnose() runs the scan in workers that may later run the user's own code with
+    pandas objects: there pyarrow's look is its own; the workers of the sessions flinkdoctor starts hide it."""
+    from flinkdoctor.runtime.conf import OWN_WORKERS, session_conf
+
+    assert _run(IN_A_TASK, own_workers=True) == ["False"]
+    assert _run(IN_A_TASK) == ["True"]
+    assert session_conf()[f"spark.executorEnv.{OWN_WORKERS}"] == "1"
 
 
 @pytest.mark.spark

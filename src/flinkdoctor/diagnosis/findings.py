@@ -8,7 +8,7 @@ second matcher that could drift from the product.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..knowledge.rulebook import Rule
-from ..scan.choice import BY, KEEP_PER_RULE, choose, keys_schema, left_to_spark, read_keys
+from ..scan.choice import BY, KEEP_PER_RULE, any_left_to_spark, choose, keys_schema, read_keys
 from ..scan.events import Blocks, EventsResult, Times, block_offsets, parsed_time, sid_condition
 from ..sources.ingest import Manifest
 
@@ -141,44 +141,47 @@ def chosen_of(
 ) -> tuple[list[Keys], list[Keys], DataFrame]:
     """Per (bundle, kind, name) of the (event, rule) matches and (event, entry) hits of the events (`kinds`:
     "rule", "entry" or both), the keys of its earliest and latest KEEP_PER_RULE and its count: the choice the scan
-    tasks began (scan/choice.py), finished over the few keys each task kept, the times the tasks left to Spark
-    parsed first. Ordered by time (unknown first), then by place (source, range, line), so every run chooses the
-    same. Returns (the chosen keys with their group's columns, each group's columns with `cnt`), both in the
-    groups' order, and the events to read the chosen from: the tasks' candidates, or the events `table` when some
-    time was Spark's to parse (the tasks then wrote none)."""
+    tasks began (scan/choice.py), finished over the few keys each task kept. Ordered by time (unknown first), then
+    by place (source, range, line), so every run chooses the same. Returns (the chosen keys with their group's
+    columns, each group's columns with `cnt`), both in the groups' order, and the events to read the chosen from:
+    the tasks' candidates, or the events `table` when some time was Spark's to parse (the tasks then wrote none,
+    and Spark's tasks finish their choice first: _chosen_in_spark)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    keys = read_keys(events.keys) if events.keys else keys_schema().empty_table()
-    spark_times = pc.any(left_to_spark(keys)).as_py()  # (over every kind: a task with one wrote no candidates)
-    wanted = keys.filter(pc.is_in(keys.column("kind"), pa.array(list(kinds))))
-    keys = _parsed_at(table.sparkSession, wanted, events.times)
-    chosen = events.table(table.sparkSession, events.candidates) if events.candidates and not spark_times else table
-    return *_chosen_keys(choose(keys.drop_columns(["ts"]), BY, KEEP_PER_RULE), list(BY)), chosen
+    spark = table.sparkSession
+    if events.keys and any_left_to_spark(events.keys):
+        keys, chosen = _chosen_in_spark(spark, events.keys, events.times, kinds), table
+    else:
+        keys = read_keys(events.keys) if events.keys else keys_schema().empty_table()
+        keys = keys.filter(pc.is_in(keys.column("kind"), pa.array(list(kinds)))).drop_columns(["ts"])
+        chosen = events.table(spark, events.candidates) if events.candidates else table
+    return *_chosen_keys(choose(keys, BY, KEEP_PER_RULE), list(BY)), chosen
 
 
-def _parsed_at(spark: SparkSession, keys: pa.Table, times: Times) -> pa.Table:
-    """The keys with the `at` of those whose raw `ts` the tasks left to Spark: each distinct (source, ts) parsed
-    once, as the events table parses it (events.parsed_time)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+CHOSEN_SCHEMA = "bundle int, kind string, name string, sid int, block long, first_rel long, at long, cnt long"
+
+
+def _chosen_in_spark(spark: SparkSession, path: str, times: Times, kinds: tuple[str, ...]) -> pa.Table:
+    """The keys' choice when some task left times to Spark (a zone to convert from, a pattern only Spark reads, a
+    year from the bundle): such keys reach the keys' files unchosen (in a zone other than UTC, every matched
+    event's), so Spark's tasks parse their times as the events table does (events.parsed_time) and choose among
+    their share of the keys; the driver gets those few, never every key."""
     from pyspark.sql import functions as F
 
-    later = left_to_spark(keys)
-    if not pc.any(later).as_py():
-        return keys
-    pairs = keys.filter(later).select(["sid", "ts"]).group_by(["sid", "ts"]).aggregate([])
-    parsed = (
-        spark.createDataFrame(pairs)
-        .select("sid", "ts", F.unix_micros(parsed_time(times)).alias("parsed"))
-        .toArrow()
-        .cast(pa.schema([("sid", pa.int32()), ("ts", pa.string()), ("parsed", pa.int64())]))
-    )
-    joined = keys.join(parsed, ["sid", "ts"], join_type="left outer")
-    at = joined.schema.get_field_index("at")
-    return joined.set_column(at, "at", pc.coalesce(joined.column("at"), joined.column("parsed"))).drop_columns(
-        ["parsed"]
-    )
+    at = F.coalesce(F.col("at"), F.unix_micros(parsed_time(times)))
+    keys = spark.read.parquet(path).where(F.col("kind").isin(*kinds))
+    shares = keys.select(*BY, "sid", "block", "first_rel", at.alias("at"), "cnt")
+    return shares.mapInArrow(partial(_chosen_share, keep=KEEP_PER_RULE), CHOSEN_SCHEMA).toArrow()
+
+
+def _chosen_share(batches: Iterator[pa.RecordBatch], keep: int) -> Iterator[pa.RecordBatch]:
+    """choose over one Spark task's keys (the Arrow function of _chosen_in_spark's mapInArrow)."""
+    import pyarrow as pa
+
+    tables = [pa.Table.from_batches([batch]) for batch in batches]
+    if tables and sum(t.num_rows for t in tables):
+        yield from choose(pa.concat_tables(tables), BY, keep).to_batches()
 
 
 def _chosen_keys(chosen: pa.Table, by: list[str]) -> tuple[list[Keys], list[Keys]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+OWN_WORKERS = "FLINKDOCTOR_OWN_WORKERS"  # set in the Python workers of the sessions flinkdoctor starts
+
 
 def session_conf() -> dict[str, str]:
     """Spark settings of every flinkdoctor session (FLINKDOCTOR_SPARK_CONF=k=v,k=v overrides them)."""
@@ -17,6 +19,8 @@ def session_conf() -> dict[str, str]:
         "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
         "spark.python.worker.reuse": "true",
         "spark.sql.parquet.compression.codec": "lz4_raw",
+        # the Python workers of flinkdoctor's own sessions, which run only its tasks (runtime/worker.py)
+        f"spark.executorEnv.{OWN_WORKERS}": "1",
     }
     for item in filter(None, os.environ.get("FLINKDOCTOR_SPARK_CONF", "").split(",")):  # k=v,k=v overrides
         key, _, value = item.partition("=")

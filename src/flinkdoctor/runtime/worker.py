@@ -4,23 +4,30 @@ pyarrow asks, the first time it converts a Python object in a process (`pa.array
 dict: the scan does both), whether the object is a pandas one, and to know that it imports pandas: 0.3-0.5 s of
 CPU in every Python worker, more than a fifth of a production part's whole scan, for objects that never are
 pandas ones (flinkdoctor's tasks hold none). So a task's worker lets pyarrow's first look find no pandas
-(`without_pandas`). pyarrow remembers that for its quick looks only: a conversion that needs pandas (to_pandas,
-Table.from_pandas) still imports it, and then pyarrow knows it is there.
+(`without_pandas`). pyarrow then takes no object for a pandas one until a conversion that needs pandas
+(to_pandas, Table.from_pandas) imports it: a pandas Series given to `pa.array` before that converts as a plain
+sequence (a categorical as strings, a nullable Int64 not at all). So only the workers of the sessions flinkdoctor
+starts (conf.OWN_WORKERS), which run only its tasks, do this; a session a user hands to `diagnose` keeps pyarrow's
+own look.
 """
 
 from __future__ import annotations
 
 import importlib.abc
+import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
+from .conf import OWN_WORKERS
+
 
 def prepare_task() -> None:
-    """In a Spark task's worker (not on the driver, where a user's pandas objects may reach pyarrow): once per
-    process, `without_pandas`."""
-    if "pandas" in sys.modules or _Blocked.done:
+    """In a Python worker of a session flinkdoctor started (conf.OWN_WORKERS; not on the driver, and not in a
+    user's own session, whose workers may later run the user's code with pandas objects): once per process,
+    `without_pandas`."""
+    if "pandas" in sys.modules or _Blocked.done or os.environ.get(OWN_WORKERS) != "1":
         return
     from pyspark import TaskContext
 

@@ -30,6 +30,7 @@ KEEP_PER_RULE = 40  # earliest and latest instances of each rule kept as evidenc
 KINDS = {"rule": "matches", "entry": "entries"}  # each kind of evidence: the events' list column that names it
 BY = ("bundle", "kind", "name")  # a group of the choice
 KEYS_GROUP_BYTES = 64 * 1024 * 1024  # a task's keys in one row group (a few rows per group)
+LEFT_TO_SPARK = b"flinkdoctor.left_to_spark"  # in a keys file's footer: some of its keys' times are Spark's to parse
 
 
 def keys_schema() -> pa.Schema:
@@ -120,7 +121,9 @@ class KeysFile(TaskFile):
             later = left_to_spark(keys)
             chosen = pa.concat_tables([choose(keys.filter(pc.invert(later)), BY, KEEP_PER_RULE), keys.filter(later)])
             self.write_table(chosen.drop_columns(["row"]))
-            if not pc.any(later).as_py():
+            if pc.any(later).as_py():
+                self.metadata[LEFT_TO_SPARK] = b"1"
+            else:
                 with self.candidates as candidates:  # (in the events' order)
                     rows = np.unique(chosen.column("row").to_numpy())
                     candidates.write_table(pa.concat_tables(self.events).take(rows))
@@ -134,6 +137,15 @@ def read_keys(path: str) -> pa.Table:
 
     filesystem, inner = filesystem_of(path)
     return ds.dataset(inner, schema=keys_schema(), format="parquet", filesystem=filesystem).to_table()
+
+
+def any_left_to_spark(path: str) -> bool:
+    """Whether a task left some key's time to Spark (its keys file's footer says so): only the footers are read."""
+    import pyarrow.dataset as ds
+
+    filesystem, inner = filesystem_of(path)
+    fragments = ds.dataset(inner, format="parquet", filesystem=filesystem).get_fragments()
+    return any(LEFT_TO_SPARK in (fragment.metadata.metadata or {}) for fragment in fragments)
 
 
 def choose(table: pa.Table, by: tuple[str, ...], keep: int) -> pa.Table:
