@@ -6,12 +6,11 @@ a fingerprint of everything it keeps, to check that a change to the scan keeps e
 FILE is one log of a bench bundle (e.g. bench/out/lab-1G/container_003/taskmanager.log). The file is ingested
 alone, split as the scan splits it, and part `--part` is scanned with the cycle collector off, as a task scans:
 once untimed (the worker's first-call costs: regex compiles, the catalogue's database; pyarrow told that the
-process holds no pandas first, as a task's worker is: runtime/worker.py), then timed, then profiled. `--write`
-times and profiles the part as the task runs it (scanner.run), its events' file, its measured rows, the keys of
-the evidence it chose and those events written too (to a temporary folder). `--dump` writes per kept event its
-line, signatures, matches, measures, catalogue entries, level, repeats and a digest of its text; two dumps are
-equal when the scan kept and matched the same. `--keep DIR`: the files the task wrote (DIR/events, DIR/measures,
-DIR/keys, DIR/candidates) kept, to compare them.
+process holds no pandas first, as a task's worker is: runtime/worker.py), then timed, then
+profiled. `--write` times and profiles the part as the task runs it (scanner.run), its events' file and its
+measured rows written too (to a temporary folder). `--dump` writes per kept event its line, signatures, matches,
+measures, catalogue entries, level, repeats and a digest of its text; two dumps are equal when the scan kept and
+matched the same. `--keep DIR`: the files the task wrote (DIR/events, DIR/measures) kept, to compare them.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="the task's files written too (scanner.run)")
     parser.add_argument(
-        "--keep", help="with --write: keep the task's last written files in this folder (DIR/events, DIR/measures, ...)"
+        "--keep", help="with --write: keep the task's last written files in this folder (DIR/events, DIR/measures)"
     )
     args = parser.parse_args()
 
@@ -60,17 +59,14 @@ def main() -> None:
             with _no_cycle_collection():
                 return list(scan_part(part, matcher.prefilter, matcher))
 
-        def written() -> None:  # as the task runs it: its events' file, measured rows, keys and candidates written
+        def written() -> None:  # as the task runs it: its events' file and measured rows written
             with tempfile.TemporaryDirectory() as files:
-                events, rows, keys, chosen = (
-                    Path(args.keep or files) / name for name in ("events", "measures", "keys", "candidates")
-                )
-                for folder in (events, rows, keys, chosen):
-                    folder.mkdir(parents=True, exist_ok=True)
-                choice = (str(keys), str(chosen))
+                events, rows = Path(args.keep or files) / "events", Path(args.keep or files) / "measures"
+                events.mkdir(parents=True, exist_ok=True)
+                rows.mkdir(exist_ok=True)
                 spec = dataclasses.replace(measured_rows(load_metrics()), out_dir=str(rows))
                 ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
-                for _ in run(iter([ids]), [[part]], matcher.prefilter, str(events), matcher, spec, choice=choice):
+                for _ in run(iter([ids]), [[part]], matcher.prefilter, str(events), matcher, spec):
                     pass
 
         task = written if args.write else once

@@ -434,9 +434,9 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
     events = build_events(spark, manifest, tmp_path, matcher.prefilter, matcher=matcher)
     table, matched = events.table(spark), events.stats["matched"]
-    few = match.collect_findings(table, events, manifest)
+    few = match.collect_findings(table, events.blocks, manifest, matched)
     monkeypatch.setattr(match, "FEW", 0)
-    many = match.collect_findings(table, events, manifest)
+    many = match.collect_findings(table, events.blocks, manifest, matched)
     assert many[1] == few[1] and sum(few[1].values()) == matched > 0
 
     def of(findings, rule):
@@ -449,7 +449,7 @@ def test_many_matches_choose_the_same_evidence_as_few(spark, rules, tmp_path, mo
             assert chosen == every
     # the chosen are each rule's first and last KEEP_PER_RULE in (time, unknown first; source, range, line) order
     monkeypatch.setattr(match, "KEEP_PER_RULE", 3)
-    rows, groups = match._of_kind(*match.chosen_of(table, events, ("rule",))[:2], "rule")
+    rows, groups = match._of_kind(*match.chosen_of_events(table, ("rule",)), "rule")
     ordered: dict[str, list] = {}
     for row in sorted(
         match.match_events(table, detail=False).collect(),

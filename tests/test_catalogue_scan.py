@@ -44,7 +44,7 @@ def hits(spark, rules, tmp_path_factory):
     manifest = ingest([BUNDLE], work)
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=small_catalogue())
     events = build_events(spark, manifest, work, matcher.prefilter, matcher=matcher)
-    found = collect_catalogue_hits(events.table(spark), events, manifest)
+    found = collect_catalogue_hits(events.table(spark), events.blocks, manifest, events.stats["catalogued"])
     return {hit.entry: hit for hit in found}, manifest, events.stats
 
 
@@ -172,11 +172,11 @@ def test_rules_and_catalogue_read_their_chosen_events_once(spark, rules, tmp_pat
     original = fd.chosen_events_of
     monkeypatch.setattr(fd, "chosen_events_of", lambda *args: reads.append(1) or original(*args))
     apart = _shown(
-        *fd.collect_findings(table, events, manifest),
-        fd.collect_catalogue_hits(table, events, manifest),
+        *fd.collect_findings(table, events.blocks, manifest, matched),
+        fd.collect_catalogue_hits(table, events.blocks, manifest, catalogued),
     )
     assert len(reads) == 2
-    together = _shown(*fd.collect_evidence(table, events, manifest))
+    together = _shown(*fd.collect_evidence(table, events.blocks, manifest, matched, catalogued))
     assert len(reads) == 3
     assert together == apart
     assert apart[0] and len(apart[2]) >= 2 and any(h[2] > 2 * 2 for h in apart[2])  # some entry had more than shown
@@ -190,14 +190,14 @@ def test_few_matches_and_hits_are_read_in_one_job(spark, rules, tmp_path, monkey
 
     manifest, events, table, matched, catalogued = _scanned(spark, rules, tmp_path)
     assert 0 < matched <= fd.FEW and 0 < catalogued <= fd.FEW
-    found, counts = fd.collect_findings(table, events, manifest)
-    hits = fd.collect_catalogue_hits(table, events, manifest)
+    found, counts = fd.collect_findings(table, events.blocks, manifest, matched)
+    hits = fd.collect_catalogue_hits(table, events.blocks, manifest, catalogued)
     reads, whole = [], []
     original = fd._in_detail
     monkeypatch.setattr(fd, "_in_detail", lambda *args: reads.append(1) or original(*args))
     monkeypatch.setattr(fd, "match_events", lambda *args, **kw: whole.append(1))
     monkeypatch.setattr(fd, "catalogue_events", lambda *args, **kw: whole.append(1))
-    together = fd.collect_evidence(table, events, manifest)
+    together = fd.collect_evidence(table, events.blocks, manifest, matched, catalogued)
     assert (len(reads), whole) == (1, [])
     assert [(f.rule, f.sid, f.line) for f in together[0]] == [(f.rule, f.sid, f.line) for f in found]  # the order
     assert _shown(*together) == _shown(found, counts, hits)

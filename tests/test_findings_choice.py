@@ -1,5 +1,5 @@
-"""How the findings lap chooses each rule's and catalogue entry's evidence (scan/choice.py, findings.chosen_of):
-each scan task keeps its matches' KEEP_PER_RULE earliest and latest per group over Arrow (`choose`), the driver
+"""How the findings lap chooses each rule's and catalogue entry's evidence (diagnosis/findings.chosen_of_events):
+each task keeps its matches' KEEP_PER_RULE earliest and latest per group over Arrow (`_choose`), the driver
 chooses among those. It must choose exactly what one aggregation over every match chose before: the same counts
 and the same instances, ties between events of the same time broken by place the same way."""
 
@@ -45,7 +45,7 @@ def test_choice_over_parts_is_the_choice_over_every_match(keep):
     count and the first and last `keep` of the plain sort."""
     import pyarrow as pa
 
-    from flinkdoctor.scan.choice import choose
+    from flinkdoctor.diagnosis.findings import _choose
 
     draw = random.Random(keep)
     rows = [
@@ -67,9 +67,9 @@ def test_choice_over_parts_is_the_choice_over_every_match(keep):
     )
     expected = _reference(rows, by, keep)
     assert max(expected[0].values()) > 2 * keep  # groups larger than what is kept of them
-    whole = choose(pa.Table.from_pylist(rows, schema), by, keep)
-    parts = [choose(pa.Table.from_pylist(rows[i::3], schema), by, keep) for i in range(3)]
-    merged = choose(pa.concat_tables(parts), by, keep)
+    whole = _choose(pa.Table.from_pylist(rows, schema), by, keep)
+    parts = [_choose(pa.Table.from_pylist(rows[i::3], schema), by, keep) for i in range(3)]
+    merged = _choose(pa.concat_tables(parts), by, keep)
     assert _of(whole, by) == expected
     assert _of(merged, by) == expected
     assert merged.num_rows == sum(min(n, 2 * keep) for n in expected[0].values())  # a row once, even when both
@@ -78,12 +78,12 @@ def test_choice_over_parts_is_the_choice_over_every_match(keep):
 def test_no_match_chooses_nothing():
     import pyarrow as pa
 
-    from flinkdoctor.scan.choice import choose
+    from flinkdoctor.diagnosis.findings import _choose
 
     empty = pa.table(
         {"rule": pa.array([], pa.string()), "sid": pa.array([], pa.int32()), "cnt": pa.array([], pa.int64())}
     )
-    assert choose(empty, ("rule",), 3).num_rows == 0
+    assert _choose(empty, ("rule",), 3).num_rows == 0
 
 
 BUNDLES = [
@@ -128,40 +128,24 @@ def _aggregated(found, by: list[str], keep: int) -> tuple[dict, dict]:
     return counts, chosen
 
 
-@pytest.mark.parametrize("timed", [True, False])
-def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_path, monkeypatch, timed):
+def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_path, monkeypatch):
     """Real recordings (two lab versions, an incident, a seed) scanned together as a fleet is: per bundle, rule
     and catalogue entry, the counts and chosen instances equal the one-aggregation choice, for a few kept and
-    for the product's KEEP_PER_RULE; the recordings hold ties (matches of one group at one time). `timed`: the
-    tasks read the times (as the pipeline's scan does, with measured rows) and choose among their own keys;
-    else every time is Spark's to parse, and the tasks' keys reach the driver unchosen."""
-    import pyarrow.compute as pc
+    for the product's KEEP_PER_RULE; the recordings hold ties (matches of one group at one time)."""
     from pyspark.sql import functions as F
 
     from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.analytics.metrics import measured_rows
     from flinkdoctor.diagnosis import findings as fd
     from flinkdoctor.pipeline import combine
-    from flinkdoctor.scan.choice import left_to_spark, read_keys
     from flinkdoctor.scan.events import build_events
     from flinkdoctor.scan.matcher import build_matcher
     from flinkdoctor.sources.ingest import ingest
 
     manifests = [ingest([b], tmp_path / f"b{i}") for i, b in enumerate(BUNDLES)]
     combined, _, bundle_of = combine(manifests)
-    metrics = load_metrics()
-    matcher = build_matcher(rules, tuple(m.line for m in metrics))
-    measured = measured_rows(metrics) if timed else None
-    events = build_events(
-        spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of, measured=measured
-    )
+    matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
+    events = build_events(spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
     table = events.table(spark)
-    keys = read_keys(events.keys)
-    left = pc.sum(left_to_spark(keys)).as_py()
-    every = events.stats["matched"] + events.stats["catalogued"]
-    assert sum(keys.column("cnt").to_pylist()) == every  # each task's keys count all its matches and hits
-    read = keys.num_rows - keys.column("at").null_count  # (times the tasks read)
-    assert left > 0 and (read > 0 if timed else read == 0)  # (syslog times, without a year, are Spark's to read)
     found = _every_key(table)
     by = ["bundle", "kind", "name"]
     tied = found.groupBy(*by, "time").count().where("count > 1 AND time IS NOT NULL").count()
@@ -169,7 +153,7 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
     assert {row.bundle for row in found.select("bundle").distinct().collect()} == set(range(len(BUNDLES)))
     for keep in (1, 3, fd.KEEP_PER_RULE):
         monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
-        rows, groups, _ = fd.chosen_of(table, events, ("rule", "entry"))
+        rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
         chosen: dict[tuple, set] = {}
         for row in rows:
             chosen.setdefault(tuple(row[k] for k in by), set()).add((row["sid"], row["block"], row["first_rel"]))
@@ -182,7 +166,7 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
     """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files: every match has two twins
     at the same time in the other files, so with 1 or 2 kept per group the cut falls inside the ties, and only
     the documented order (time, then source, range, line) says which twin is chosen. The choice from the events'
-    keys (chosen_of) must equal the plain sort of every match; the reversed tie order must not."""
+    name lists (chosen_of_events) must equal the plain sort of every match; the reversed tie order must not."""
     from conftest import lab_logs_of
     from flinkdoctor.analytics import load_metrics
     from flinkdoctor.diagnosis import findings as fd
@@ -208,7 +192,7 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
     assert len({sid for keys in every.values() for _, _, sid, _, _ in keys}) == 3
     for keep in (1, 2):
         monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
-        rows, groups, _ = fd.chosen_of(table, events, ("rule", "entry"))
+        rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
         chosen: dict[tuple, set] = {}
         for row in rows:
             group = (row["bundle"], row["kind"], row["name"])
@@ -222,38 +206,3 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
             reversed_ties[group] = {k[2:] for k in flipped[:keep] + flipped[-keep:]}
         assert chosen == plain, keep
         assert reversed_ties != plain  # the cut splits ties: a wrong tie order would choose other events
-
-
-def test_the_chosen_events_read_from_the_tasks_candidates_are_those_of_the_table(spark, rules, tmp_path, monkeypatch):
-    """With the times the tasks read (the pipeline's scan: measured rows), the chosen events are read in detail from
-    the events the tasks chose (their candidates), a few of the table's: the same findings, counts and catalogue
-    hits, every field and in the same order, as read from the events table, with few kept of each rule and entry
-    (the driver's choice inside the tasks' larger ones)."""
-    from dataclasses import replace
-
-    from test_catalogue_scan import _shown
-
-    from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.analytics.metrics import measured_rows
-    from flinkdoctor.diagnosis import findings as fd
-    from flinkdoctor.scan.events import build_events
-    from flinkdoctor.scan.matcher import build_matcher
-    from flinkdoctor.sources.ingest import ingest
-
-    manifest = ingest([BUNDLES[0]], tmp_path / "in")
-    metrics = load_metrics()
-    matcher = build_matcher(rules, tuple(m.line for m in metrics))
-    measured = measured_rows(metrics)
-    events = build_events(spark, manifest, tmp_path, matcher.prefilter, matcher=matcher, measured=measured)
-    table = events.table(spark)
-    monkeypatch.setattr(fd, "FEW", 0)
-    monkeypatch.setattr(fd, "KEEP_PER_RULE", 2)
-    read = []
-    original = fd.chosen_events_of
-    monkeypatch.setattr(fd, "chosen_events_of", lambda frame, rows: read.append(frame) or original(frame, rows))
-    found = fd.collect_evidence(table, events, manifest)
-    from_table = fd.collect_evidence(table, replace(events, candidates=None), manifest)
-    assert [(f.rule, f.sid, f.line) for f in found[0]] == [(f.rule, f.sid, f.line) for f in from_table[0]]
-    assert _shown(*found) == _shown(*from_table) and found[0] and found[2]
-    assert read[0] is not table and read[1] is table
-    assert 0 < events.table(spark, events.candidates).count() < table.count()

@@ -80,7 +80,6 @@ def test_no_secret_in_any_view_or_in_the_kept_work_dir(hostile):
             cells = [repr(row) for row in pq.read_table(path).to_pylist()]
             assert not any(secret in cell for cell in cells for secret in SECRET_VALUES), path
     assert any(p.parent.name == "measures.parquet" for p in kept)  # (the measures' rows the tasks wrote: read too)
-    assert any(p.parent.name == "keys.parquet" for p in kept)  # (the keys of the evidence the tasks chose: read too)
 
 
 def test_terminal_view_shows_input_inert(hostile):

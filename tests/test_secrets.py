@@ -122,10 +122,7 @@ RAW_WRITERS = {
     ("scan/scanner.py", "write"): "the same",
     ("scan/measured.py", "write_table"): "the measures' rows: lines of the events' text masked by the scan "
     "(scanner._masked), the events table's `measures` flattened",
-    ("scan/choice.py", "write_table"): "a task's keys of the evidence it chose (rule and entry ids, places, times, "
-    "the events' `ts`, a header field of their masked text) and those events' rows (the events table's, above)",
-    ("scan/taskfile.py", "ParquetWriter"): "a task's file: the events table's or the measures' rows or its keys "
-    "(above)",
+    ("scan/taskfile.py", "ParquetWriter"): "a task's file: the events table's or the measures' rows (above)",
     ("scan/taskfile.py", "write_table"): "the same",
     ("analytics/metrics.py", "parquet"): "the measures read from the events table or the tasks' rows (masked when "
     "they were written), "

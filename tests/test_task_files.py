@@ -38,11 +38,10 @@ def scanned(rules, tmp_path_factory):
     matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
     tasks = plan(ingest([log], work / "in").text_sources, SPLIT_BYTES)
     spec = dataclasses.replace(measured_rows(metrics), out_dir=str(work / "measures"))
-    for folder in ("measures", "events", "keys", "candidates"):
-        (work / folder).mkdir()
+    (work / "measures").mkdir()
+    (work / "events").mkdir()
     ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
-    choice = (str(work / "keys"), str(work / "candidates"))
-    list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec, choice=choice))
+    list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec))
     batches = [out for part in tasks[0] for out in scan_part(part, matcher.prefilter, matcher)]
     batches = [b for b in batches if not isinstance(b, PartStats)]
     rows = [flat_rows(b, spec, tasks[0][0].layout)[0] for b in batches]
@@ -204,79 +203,3 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
         variant = pa.RecordBatch.from_pylist([{**row, **changed}], schema=batch.schema)
         assert scanner._events_rows(variant).num_rows == 1, name
     assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema)).num_rows == 0
-
-
-def test_the_task_writes_the_keys_of_the_evidence_it_chose_and_those_events(scanned):
-    """The task's keys file holds the choice (choice.choose) among the keys of the events it wrote, each rule's and
-    entry's earliest and latest with its exact count: the times it read (none left to Spark in this log). Its
-    candidates file holds the events of those keys, each once, every column as the events file has it, in its
-    order, and fewer than it (every event it did not choose for some rule or entry left out)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    from flinkdoctor.scan.choice import BY, KEEP_PER_RULE, choose, keys_of, keys_schema
-
-    _, _, work, _ = scanned
-    events = pq.read_table(work / "events" / "part-00000.parquet")
-    every = keys_of(events)
-    chosen = choose(every, BY, KEEP_PER_RULE)
-    written = pq.read_table(work / "keys" / "part-00000.parquet")
-    assert written.schema == keys_schema()
-    assert written.to_pylist() == chosen.drop_columns(["row"]).to_pylist()
-    assert {"rule", "entry"} == set(written.column("kind").to_pylist()) and every.column("at").null_count == 0
-    assert pc.sum(written.column("cnt")).as_py() == every.num_rows  # every match and hit counted
-    candidates = pq.read_table(work / "candidates" / "part-00000.parquet")
-    assert candidates.schema == events.schema
-    assert candidates.to_pylist() == events.take(sorted(set(chosen.column("row").to_pylist()))).to_pylist()
-    assert 0 < candidates.num_rows < every.num_rows and candidates.num_rows < events.num_rows
-
-
-@pytest.mark.parametrize("zone", ["UTC", "Asia/Shanghai"])
-def test_keys_whose_times_are_sparks_are_written_unchosen_and_said_so(rules, tmp_path, monkeypatch, zone):
-    """A real lab JobManager log scanned as one task. In UTC the task reads the times and chooses among its keys
-    (fewer keys than matches, counts exact, its chosen events written as candidates). In another zone every time
-    is Spark's to parse (times.py): each key is written unchosen with its raw time, no candidates, and the keys
-    file's footer says so, for the driver to choose with Spark (findings._chosen_in_spark). One instance kept per
-    group, so that the log's 19 matches and hits leave some to choose."""
-    import dataclasses
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from flinkdoctor.analytics.metrics import load_metrics, measured_rows
-    from flinkdoctor.scan import choice as choosing
-    from flinkdoctor.scan.choice import any_left_to_spark, read_keys
-    from flinkdoctor.scan.events import SPLIT_BYTES, plan
-    from flinkdoctor.scan.matcher import build_matcher
-    from flinkdoctor.scan.scanner import part_rows, run
-    from flinkdoctor.sources.ingest import ingest
-
-    with tarfile.open(DATA / "lab" / "1.20.3" / "checkpoint-timeout.tar.gz") as archive:
-        member = next(m for m in archive.getmembers() if "/log/" in m.name and "standalonesession" in m.name)
-        log = tmp_path / Path(member.name).name
-        log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
-    monkeypatch.setattr(choosing, "KEEP_PER_RULE", 1)
-    metrics = load_metrics()
-    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
-    tasks = plan(ingest([log], tmp_path / "in").text_sources, SPLIT_BYTES)
-    spec = dataclasses.replace(
-        measured_rows(metrics), out_dir=str(tmp_path / "measures"), timezone=zone, session_utc=True
-    )
-    for folder in ("measures", "events", "keys", "candidates"):
-        (tmp_path / folder).mkdir()
-    ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
-    choice = (str(tmp_path / "keys"), str(tmp_path / "candidates"))
-    (stats,) = run(
-        iter([ids]), part_rows(tasks), matcher.prefilter, str(tmp_path / "events"), matcher, spec, choice=choice
-    )
-    found = pc.sum(stats.column("matched")).as_py() + pc.sum(stats.column("catalogued")).as_py()
-    keys = read_keys(str(tmp_path / "keys"))
-    assert pc.sum(keys.column("cnt")).as_py() == found
-    candidates = (tmp_path / "candidates" / "part-00000.parquet").exists()
-    if zone == "UTC":
-        assert keys.num_rows < found and keys.column("ts").null_count == keys.num_rows
-        assert candidates and not any_left_to_spark(str(tmp_path / "keys"))
-    else:
-        assert keys.num_rows == found and keys.column("at").null_count == keys.num_rows
-        assert keys.column("ts").null_count == 0
-        assert not candidates and any_left_to_spark(str(tmp_path / "keys"))

@@ -136,7 +136,9 @@ def diagnose_bundles(
     lap("events_s")
     timings["scan_tasks_cpu_s"] = round(events.tasks_cpu_s, 3)
     table = events.table(spark)
-    findings, counts, catalogued = collect_evidence(table, events, combined)
+    findings, counts, catalogued = collect_evidence(
+        table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0)
+    )
     hits: list[list[CatalogueHit]] = [[] for _ in manifests]
     for hit in catalogued:
         hits[hit.bundle].append(hit)

@@ -16,8 +16,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..knowledge.rulebook import Rule
-from ..scan.choice import BY, KEEP_PER_RULE, any_left_to_spark, choose, keys_schema, read_keys
-from ..scan.events import Blocks, EventsResult, Times, block_offsets, parsed_time, sid_condition
+from ..scan.events import Blocks, block_offsets, sid_condition
 from ..sources.ingest import Manifest
 
 if TYPE_CHECKING:
@@ -42,7 +41,8 @@ ENTITIES = {
 
 EVENT_TEXT_MAX, EVENT_HEAD, EVENT_TAIL = 20_000, 4_000, 12_000  # chars of an event a finding keeps
 OMITTED = "\u2026 lines omitted \u2026"
-FEW = 20_000  # up to this many findings are collected whole; more: each rule's earliest and latest (chosen_of)
+KEEP_PER_RULE = 40  # earliest and latest instances of each rule kept as evidence; counts stay exact
+FEW = 20_000  # up to this many findings are collected whole; more are thinned per rule in Spark
 MAX_RANGES_FILTER = 256  # (sid, block) pairs spelled out in a filter; more: by sid only
 
 
@@ -112,81 +112,94 @@ def _entities() -> list[Column]:
 
 
 Counts = dict[tuple[int, str], int]  # (bundle, rule) -> the rule's exact count in that bundle
-Keys = dict[str, Any]  # a chosen match's key columns (sid, block, first_rel) and its group's (chosen_of)
+Keys = dict[str, Any]  # a chosen match's key columns (sid, block, first_rel) and its group's, as Spark gave them
 
 
-def collect_findings(table: DataFrame, events: EventsResult, manifest: Manifest) -> tuple[list[Finding], Counts]:
+def collect_findings(
+    events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int
+) -> tuple[list[Finding], Counts]:
     """Per bundle (the events' `bundle`: one, or a fleet's many) every rule's exact count, and its earliest and
-    latest instances in detail, from the events `table` (events.table).
+    latest instances in detail.
 
-    The scan tasks counted the (event, rule) matches. When they are few, one job reads them all in detail; else
-    the tasks' keys (chosen_of) give the counts and the chosen instances, and one job reads just the chosen events
-    in detail. The entities are regexes over whole stack traces: taken for every match they would cost more than
-    the matching itself.
+    The scan tasks counted the `matched` (event, rule) matches. When they are few, one job reads them all in
+    detail; else one aggregation over their keys gives the counts and chooses the instances, and a second job reads
+    just the chosen events in detail. The entities are regexes over whole stack traces: taken for every match
+    they would cost more than the matching itself.
     """
-    if events.stats.get("matched", 0) <= FEW:
-        detailed = match_events(table).collect() if events.stats.get("matched") else []
+    if matched <= FEW:
+        detailed = match_events(events).collect() if matched else []
         counts: Counts = {}
         for row in detailed:
             counts[row.bundle, row.rule] = counts.get((row.bundle, row.rule), 0) + 1
-        return _findings(detailed, events.blocks, manifest), counts
-    rows, groups, chosen = chosen_of(table, events, ("rule",))
-    rows, groups = _of_kind(rows, groups, "rule")
-    found = detail_findings(chosen, events.blocks, manifest, rows)
-    return found, {(g["bundle"], g["rule"]): g["cnt"] for g in groups}
+        return _findings(detailed, blocks, manifest), counts
+    rows, groups = _of_kind(*chosen_of_events(events, ("rule",)), "rule")
+    return detail_findings(events, blocks, manifest, rows), {(g["bundle"], g["rule"]): g["cnt"] for g in groups}
 
 
-def chosen_of(
-    table: DataFrame, events: EventsResult, kinds: tuple[str, ...]
-) -> tuple[list[Keys], list[Keys], DataFrame]:
-    """Per (bundle, kind, name) of the (event, rule) matches and (event, entry) hits of the events (`kinds`:
-    "rule", "entry" or both), the keys of its earliest and latest KEEP_PER_RULE and its count: the choice the scan
-    tasks began (scan/choice.py), finished over the few keys each task kept. Ordered by time (unknown first), then
-    by place (source, range, line), so every run chooses the same. Returns (the chosen keys with their group's
-    columns, each group's columns with `cnt`), both in the groups' order, and the events to read the chosen from:
-    the tasks' candidates, or the events `table` when some time was Spark's to parse (the tasks then wrote none,
-    and Spark's tasks finish their choice first: _chosen_in_spark)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    spark = table.sparkSession
-    if events.keys and any_left_to_spark(events.keys):
-        keys, chosen = _chosen_in_spark(spark, events.keys, events.times, kinds), table
-    else:
-        keys = read_keys(events.keys) if events.keys else keys_schema().empty_table()
-        keys = keys.filter(pc.is_in(keys.column("kind"), pa.array(list(kinds)))).drop_columns(["ts"])
-        chosen = events.table(spark, events.candidates) if events.candidates else table
-    return *_chosen_keys(choose(keys, BY, KEEP_PER_RULE), list(BY)), chosen
-
-
+KIND_LISTS = {"rule": "matches.rule", "entry": "entries.entry"}  # what each kind of evidence names, per event
 CHOSEN_SCHEMA = "bundle int, kind string, name string, sid int, block long, first_rel long, at long, cnt long"
 
 
-def _chosen_in_spark(spark: SparkSession, path: str, times: Times, kinds: tuple[str, ...]) -> pa.Table:
-    """The keys' choice when some task left times to Spark (a zone to convert from, a pattern only Spark reads, a
-    year from the bundle): such keys reach the keys' files unchosen (in a zone other than UTC, every matched
-    event's), so Spark's tasks parse their times as the events table does (events.parsed_time) and choose among
-    their share of the keys; the driver gets those few, never every key."""
+def chosen_of_events(events: DataFrame, kinds: tuple[str, ...]) -> tuple[list[Keys], list[Keys]]:
+    """Per (bundle, kind, name) of the (event, rule) matches and (event, entry) hits of the events (`kinds`:
+    "rule", "entry" or both), the keys of its earliest and latest KEEP_PER_RULE and its count. Ordered by time
+    (unknown first), then by place (source, range, line), so every run chooses the same. Each task keeps only the
+    least and greatest of each group of its own events (`_choose`, over Arrow), and the driver chooses among those
+    few the same way. One row per event crosses to the tasks' Python with its names as a list, not exploded in the
+    JVM (the names of lab 8 GiB's 5.3 M keys crossed one row each cost more than the choice); only the names'
+    leaves are read (`matches.rule`, not its captures). Returns (the chosen keys with their group's columns, each
+    group's columns with `cnt`), both in the groups' order."""
     from pyspark.sql import functions as F
 
-    at = F.coalesce(F.col("at"), F.unix_micros(parsed_time(times)))
-    keys = spark.read.parquet(path).where(F.col("kind").isin(*kinds))
-    shares = keys.select(*BY, "sid", "block", "first_rel", at.alias("at"), "cnt")
-    return shares.mapInArrow(partial(_chosen_share, keep=KEEP_PER_RULE), CHOSEN_SCHEMA).toArrow()
+    lists = {kind: F.col(KIND_LISTS[kind]) for kind in kinds}
+    held = reduce(operator.or_, [F.size(names) > 0 for names in lists.values()])
+    found = events.where(held).select(
+        "bundle",
+        "sid",
+        "block",
+        "first_rel",
+        F.unix_micros("time").alias("at"),
+        *[names.alias(kind) for kind, names in lists.items()],
+    )
+    choose = partial(_choose_events, kinds=kinds, keep=KEEP_PER_RULE)
+    partial_choices = found.mapInArrow(choose, CHOSEN_SCHEMA).toArrow()
+    return _chosen_keys(_choose(partial_choices, ("bundle", "kind", "name"), KEEP_PER_RULE), ["bundle", "kind", "name"])
 
 
-def _chosen_share(batches: Iterator[pa.RecordBatch], keep: int) -> Iterator[pa.RecordBatch]:
-    """choose over one Spark task's keys (the Arrow function of _chosen_in_spark's mapInArrow)."""
+def _choose_events(batches: Iterator[pa.RecordBatch], kinds: tuple[str, ...], keep: int) -> Iterator[pa.RecordBatch]:
+    """_choose over one task's events, each flattened into a row per name it holds of each kind (the Arrow
+    function of chosen_of_events' mapInArrow)."""
     import pyarrow as pa
 
-    tables = [pa.Table.from_batches([batch]) for batch in batches]
-    if tables and sum(t.num_rows for t in tables):
-        yield from choose(pa.concat_tables(tables), BY, keep).to_batches()
+    keys = [_keys_of(batch, kind) for batch in batches for kind in kinds]
+    table = pa.concat_tables(keys) if keys else None
+    if table is not None and table.num_rows:
+        yield from _choose(table, ("bundle", "kind", "name"), keep).to_batches()
+
+
+def _keys_of(batch: pa.RecordBatch, kind: str) -> pa.Table:
+    """A row per name of `kind` the batch's events hold (their list column `kind`), with its event's keys."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lists = batch.column(kind)
+    names = pc.list_flatten(lists)
+    event = pc.list_parent_indices(lists)
+    return pa.table(
+        {
+            "bundle": pc.take(batch.column("bundle"), event),
+            "kind": pa.repeat(pa.scalar(kind), len(names)) if len(names) else pa.array([], pa.string()),
+            "name": names,
+            **{key: pc.take(batch.column(key), event) for key in ("sid", "block", "first_rel", "at")},
+            "cnt": pa.array(np.ones(len(names), dtype=np.int64)),
+        }
+    )
 
 
 def _chosen_keys(chosen: pa.Table, by: list[str]) -> tuple[list[Keys], list[Keys]]:
-    """choose's rows as chosen_of gives them: the chosen keys with their group's columns, and each group's columns
-    with its count (on a group's first row)."""
+    """_choose's rows as chosen_of_events gives them: the chosen keys with their group's columns, and each
+    group's columns with its count (on a group's first row)."""
     rows: list[Keys] = []
     counted: list[Keys] = []
     for row in chosen.to_pylist():
@@ -195,6 +208,104 @@ def _chosen_keys(chosen: pa.Table, by: list[str]) -> tuple[list[Keys], list[Keys
             counted.append({**columns, "cnt": row["cnt"]})
         rows.append({"sid": row["sid"], "block": row["block"], "first_rel": row["first_rel"], **columns})
     return rows, counted
+
+
+def _choose(table: pa.Table, by: tuple[str, ...], keep: int) -> pa.Table:
+    """_choose_exactly, on fewer rows: each group's rows whose (time known, time) lies beyond its `keep`-th
+    smallest and largest cannot be chosen, whatever their place, so one sort of a single number per row
+    (group, then time) finds the rows that can, ties at the cut included; only those are ordered in full (a
+    lexsort of eight keys over every row cost 4-5 s for the 5.3 M keys of lab 8 GiB, this 0.8 s). The rows left
+    out give their `cnt` to their group's first candidate, so the counts stay exact."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = table.num_rows
+    if rows <= 4 * keep:
+        return _choose_exactly(table, by, keep)
+    group = np.zeros(rows, dtype=np.int64)
+    for name in by:  # one dense number per group (hashing, not sorting, the columns' values)
+        codes, size = _dense(table.column(name))
+        group = group * size + codes
+    group, groups = _dense(pa.array(group))
+    at = table.column("at")
+    known = pc.is_valid(at).to_numpy(zero_copy_only=False)
+    values = pc.fill_null(at, 0).to_numpy()
+    low, high = (int(values[known].min()), int(values[known].max())) if known.any() else (0, 0)
+    span = high - low + 2  # unknown times as 0, known ones from 1: unknown first
+    if groups * span >= 2**62:  # the times' range too wide for one number: order every row in full
+        return _choose_exactly(table, by, keep)
+    primary = group * span + np.where(known, values - low + 1, 0)
+    ordered = np.sort(primary)
+    sizes = np.bincount(group, minlength=groups)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    cut_low = ordered[np.minimum(starts + keep - 1, ends - 1)][group]
+    cut_high = ordered[np.maximum(ends - keep, starts)][group]
+    candidate = (primary <= cut_low) | (primary >= cut_high)
+    cnt = table.column("cnt").to_numpy()
+    left_out = np.bincount(group[~candidate], weights=cnt[~candidate], minlength=groups).astype(np.int64)
+    picked = np.flatnonzero(candidate)
+    picked_cnt = cnt[picked].copy()
+    first = np.unique(group[picked], return_index=True)[1]  # every group has a candidate
+    picked_cnt[first] += left_out[group[picked][first]]
+    out = table.take(picked)
+    at_cnt = out.schema.get_field_index("cnt")
+    return _choose_exactly(out.set_column(at_cnt, "cnt", pa.array(picked_cnt, out.schema.field("cnt").type)), by, keep)
+
+
+def _dense(column: pa.Array | pa.ChunkedArray) -> tuple[Any, int]:
+    """A column's values as dense numbers (in no particular order) and how many distinct values it holds."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
+
+
+def _choose_exactly(table: pa.Table, by: tuple[str, ...], keep: int) -> pa.Table:
+    """Per group of the `by` columns, its `keep` first and `keep` last rows in (time known, time, sid, block,
+    first_rel) order (`at`: the time in microseconds, null when unknown; unknown first), a row once when both;
+    the group's count (the sum of its rows' `cnt`) on its first row, 0 on the others. Rows in (group, order)
+    order, groups in the order of their `by` values. Its own output is its input again: what tasks chose
+    merges on the driver into what one choice over every row would give."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return table
+    # each `by` column's values as dense ranks (np.lexsort: the last key is the primary one)
+    codes = [pc.rank(table.column(name), "ascending", tiebreaker="dense").to_numpy() for name in reversed(by)]
+    at = table.column("at")
+    known = pc.is_valid(at).to_numpy(zero_copy_only=False)
+    at_values = pc.fill_null(at, 0).to_numpy()
+    order = np.lexsort(
+        (
+            table.column("first_rel").to_numpy(),
+            table.column("block").to_numpy(),
+            table.column("sid").to_numpy(),
+            at_values,
+            known,
+            *codes,
+        )
+    )
+    group = np.zeros(len(order), dtype=np.int64)
+    for code in reversed(codes):  # one number per group, in the groups' order
+        group = group * (int(code.max()) + 1) + code[order].astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    sizes = np.diff(np.r_[starts, len(order)])
+    first = np.repeat(starts, sizes)
+    place = np.arange(len(order)) - first
+    size = np.repeat(sizes, sizes)
+    kept = (place < keep) | (place >= size - keep)
+    counts = np.add.reduceat(table.column("cnt").to_numpy()[order], starts)
+    cnt = np.where(place == 0, np.repeat(counts, sizes), 0)[kept]
+    out = table.take(order[kept])
+    return out.set_column(out.schema.get_field_index("cnt"), "cnt", pa.array(cnt, out.schema.field("cnt").type))
 
 
 def detail_findings(events: DataFrame, blocks: Blocks, manifest: Manifest, rows: list[Keys]) -> list[Finding]:
@@ -245,8 +356,8 @@ def keys_frame(spark: SparkSession, rows: Sequence[Sequence[object]], schema: st
 
 
 def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys], list[Keys]]:
-    """chosen_of's rows and groups of one kind, named as that kind's own aggregation names them (`rule` or
-    `entry`)."""
+    """chosen_of_events' rows and groups of one kind, named as that kind's own aggregation
+    names them (`rule` or `entry`)."""
 
     def renamed(keys: Keys) -> Keys:
         out = {k: v for k, v in keys.items() if k not in ("kind", "name")}
@@ -257,7 +368,7 @@ def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys
 
 
 def collect_evidence(
-    table: DataFrame, events: EventsResult, manifest: Manifest
+    events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
 ) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
     """collect_findings and collect_catalogue_hits together, each event's text (most of what a read costs) read
     once for all the rules and entries that want it: when the tasks counted few matches and few hits, one job
@@ -267,11 +378,10 @@ def collect_evidence(
     two details."""
     from pyspark.sql import functions as F
 
-    matched, catalogued, blocks = events.stats.get("matched", 0), events.stats.get("catalogued", 0), events.blocks
     if matched <= FEW and catalogued <= FEW:
         if not matched and not catalogued:
             return [], {}, []
-        held = table.where((F.size("matches") > 0) | (F.size("entries") > 0))
+        held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
         matches, hits = _in_detail(held)
         counts: Counts = {}
         for match in matches:
@@ -281,14 +391,14 @@ def collect_evidence(
             hit_counts[hit.bundle, hit.entry] = hit_counts.get((hit.bundle, hit.entry), 0) + 1
         return _findings(matches, blocks, manifest), counts, _hits_of(hits, hit_counts, blocks, manifest)
     if matched <= FEW or catalogued <= FEW:
-        findings, counts = collect_findings(table, events, manifest)
-        return findings, counts, collect_catalogue_hits(table, events, manifest)
-    rows, both, chosen = chosen_of(table, events, ("rule", "entry"))
+        findings, counts = collect_findings(events, blocks, manifest, matched)
+        return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
+    rows, both = chosen_of_events(events, ("rule", "entry"))
     rule_rows, groups = _of_kind(rows, both, "rule")
     entry_rows, entry_groups = _of_kind(rows, both, "entry")
     rules = {(r["sid"], r["block"], r["first_rel"], r["rule"]) for r in rule_rows}
     entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
-    matches, hits = _in_detail(chosen_events_of(chosen, rows), rules, entries)
+    matches, hits = _in_detail(chosen_events_of(events, rows), rules, entries)
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in entry_groups}
     return (
         _findings(matches, blocks, manifest),
@@ -493,21 +603,22 @@ def _event_text() -> Column:
     )
 
 
-def collect_catalogue_hits(table: DataFrame, events: EventsResult, manifest: Manifest) -> list[CatalogueHit]:
+def collect_catalogue_hits(
+    events: DataFrame, blocks: Blocks, manifest: Manifest, catalogued: int
+) -> list[CatalogueHit]:
     """Per bundle (the events' `bundle`) every entry's exact count and its earliest and latest instances, as
-    collect_findings does for rules: one job when the tasks counted few hits, else the tasks' keys (chosen_of),
-    then the chosen events."""
-    catalogued = events.stats.get("catalogued", 0)
+    collect_findings does for rules: one job when the tasks counted few hits (`catalogued`), else the top-k
+    aggregation, then the chosen events."""
     if not catalogued:
         return []
     if catalogued > FEW:
-        rows, groups, chosen = chosen_of(table, events, ("entry",))
-        return _catalogue_hits(chosen, events.blocks, manifest, *_of_kind(rows, groups, "entry"))
-    detailed = catalogue_events(table).collect()
+        rows, groups = _of_kind(*chosen_of_events(events, ("entry",)), "entry")
+        return _catalogue_hits(events, blocks, manifest, rows, groups)
+    detailed = catalogue_events(events).collect()
     counts: dict[tuple[int, str], int] = {}
     for row in detailed:
         counts[row.bundle, row.entry] = counts.get((row.bundle, row.entry), 0) + 1
-    return _hits_of(detailed, counts, events.blocks, manifest)
+    return _hits_of(detailed, counts, blocks, manifest)
 
 
 def _catalogue_hits(
@@ -517,7 +628,7 @@ def _catalogue_hits(
     rows: list[Keys],
     groups: list[Keys],
 ) -> list[CatalogueHit]:
-    """The hits of the chosen instances (chosen_of's rows and groups) in detail."""
+    """The hits of the chosen instances (chosen_of_events' rows and groups) in detail."""
     from pyspark.sql import functions as F
 
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in groups}
@@ -559,7 +670,7 @@ def _hits_of(
         )
     hits = []
     for (bundle, entry), count in sorted(counts.items()):
-        found = sorted(  # chosen_of's order: unknown times first, then by time, then by place
+        found = sorted(  # chosen_of_events' order: unknown times first, then by time, then by place
             instances.get((bundle, entry), []),
             key=lambda i: (i.time is not None, i.time or datetime.min, i.sid, i.event_line),
         )

@@ -78,13 +78,12 @@ class EventsResult:
     times: Times = field(default_factory=Times)
     measured: str | None = None  # the measures' rows the tasks wrote (measured.py), when asked to
     tasks_cpu_s: float = 0.0  # the scan tasks' CPU, summed: of the events lap, what the Python workers computed
-    keys: str | None = None  # the keys of the evidence the tasks chose (choice.py), when they matched rules
-    candidates: str | None = None  # the events they chose, beside the table (choice.py)
 
-    def table(self, spark: SparkSession, path: str | None = None) -> DataFrame:
+    def table(self, spark: SparkSession) -> DataFrame:
         """The events table: what the tasks wrote, with `time` (UTC): the tasks', or parsed from the header's raw
-        time where they left it. With `path`, another folder of the tasks' events (`candidates`) read the same."""
-        stored = spark.read.schema(STORED_SCHEMA).parquet(path or self.path)
+        time where they left it."""
+
+        stored = spark.read.schema(STORED_SCHEMA).parquet(self.path)
         names = [name for name in stored.columns if name not in ("ts", "time")]
         at = names.index("measures")
         return stored.select(*names[:at], stored_time(self.times).alias("time"), *names[at:])
@@ -180,9 +179,7 @@ def build_events(
     replaced). With a `matcher` (whose prefilter `prefilter` is), the tasks match its rules and metrics: each
     event's `matches` (findings.py reads them) and `measures` (analytics); without, they are empty. `bundle_of`:
     see `plan`. With `measured` (its kinds; its folder and zones are set here), the tasks write the measures as
-    rows too, under `out_dir` (EventsResult.measured), and an event only a metric measures only there. With a
-    `matcher`, the tasks also write the keys of the evidence they chose and those events (EventsResult.keys and
-    .candidates, choice.py)."""
+    rows too, under `out_dir` (EventsResult.measured), and an event only a metric measures only there."""
     out = Path(out_dir) / "events.parquet"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -204,12 +201,6 @@ def build_events(
         measured = replace(measured, out_dir=str(rows), timezone=timezone, session_utc=session == "UTC")
     else:
         measured = None
-    choice = None
-    if matcher is not None:
-        choice = (Path(out_dir) / "keys.parquet", Path(out_dir) / "candidates.parquet")
-        for folder in choice:
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
     scan = partial(
         run,
         plan=part_rows(tasks),
@@ -218,14 +209,10 @@ def build_events(
         matcher=matcher,
         measured=measured,
         order=run_order(tasks),
-        choice=(str(choice[0]), str(choice[1])) if choice else None,
     )
     parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
     cpu_s = sum(row["cpu_us"] for row in parts) / 1e6
-    written = EventsResult(
-        str(out), *_part_stats(parts, sources), times, str(rows) if rows else None, tasks_cpu_s=cpu_s
-    )
-    return replace(written, keys=str(choice[0]), candidates=str(choice[1])) if choice else written
+    return EventsResult(str(out), *_part_stats(parts, sources), times, str(rows) if rows else None, cpu_s)
 
 
 def _for_tasks(spark: SparkSession, matcher: Matcher | None, run_dir: Path) -> Matcher | None:

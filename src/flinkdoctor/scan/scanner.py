@@ -41,7 +41,6 @@ from ..runtime.worker import prepare_task
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
-from .choice import KeysFile
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
@@ -153,15 +152,13 @@ def run(
     matcher: Matcher | None = None,
     measured: MeasuredRows | None = None,
     order: Sequence[int] | None = None,
-    choice: tuple[str, str] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
     or their `part_rows`): row r is task `order[r]` (events.run_order: the order Spark runs them in), else task r.
     The task writes their events to one Parquet file of its own, named by its number, under `out_dir`, and hands
     Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event text
     crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
-    an event kept only for its measures only as those rows (_events_rows). With `choice` (two folders), it writes
-    the keys of the evidence it chose among its events to the first and those events to the second (choice.py)."""
+    an event kept only for its measures only as those rows (_events_rows)."""
     prepare_task()
     for batch in batches:
         for row in batch.column(0).to_pylist():
@@ -171,8 +168,7 @@ def run(
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
             with (
                 _no_cycle_collection(),
-                nullcontext() if choice is None else _keys_file(choice, task) as keys,
-                _EventsFile(out_dir, task, measured, keys) as written,
+                _EventsFile(out_dir, task, measured) as written,
                 nullcontext() if measured is None else MeasuresFile(measured, task) as rows,
             ):
                 for joined in _joinable(parts):  # (one layout each)
@@ -227,27 +223,16 @@ def _no_cycle_collection() -> Iterator[None]:
 
 class _EventsFile(TaskFile):
     """One task's Parquet file of events (TaskFile), in row groups of about ROW_GROUP_BYTES, with the times the
-    task reads as Spark would (times.with_time: with `zones`, which the measured rows' spec gives); each batch
-    also to the task's `keys` of evidence, when it chooses some (choice.py)."""
+    task reads as Spark would (times.with_time: with `zones`, which the measured rows' spec gives)."""
 
-    def __init__(self, out_dir: str, task: int, zones: Zones | None = None, keys: KeysFile | None = None):
+    def __init__(self, out_dir: str, task: int, zones: Zones | None = None):
         super().__init__(out_dir, task, ROW_GROUP_BYTES, PLAIN_COLUMNS, UNSTATED_COLUMNS)
         self.zones = zones
-        self.keys = keys
 
     def write(self, batch: pa.RecordBatch, layout: str) -> None:
         import pyarrow as pa
 
-        timed = pa.Table.from_batches([with_time(batch, layout, self.zones)])
-        self.write_table(timed)
-        if self.keys is not None:
-            self.keys.add(timed)
-
-
-def _keys_file(choice: tuple[str, str], task: int) -> KeysFile:
-    """The task's keys of evidence (choice.KeysFile), its candidate events written as its events file is."""
-    keys, candidates = choice
-    return KeysFile(keys, task, TaskFile(candidates, task, ROW_GROUP_BYTES, PLAIN_COLUMNS, UNSTATED_COLUMNS))
+        self.write_table(pa.Table.from_batches([with_time(batch, layout, self.zones)]))
 
 
 def _warned(level: pa.Array) -> pa.Array:
