@@ -64,6 +64,8 @@ def spark_session(
         conf["spark.driver.extraJavaOptions"] = options
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if starts_jvm:
+        _import_meanwhile("pandas")
     with _jvm_output_to_log(verbose):
         try:
             spark = builder.getOrCreate()
@@ -73,6 +75,17 @@ def spark_session(
             spark = builder.config("spark.driver.extraJavaOptions", "").getOrCreate()  # a JVM that refused ours
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _import_meanwhile(module: str) -> None:
+    """Import `module` in a thread while this one waits for the JVM to start (~2.5 s of polling): SparkContext's
+    start imports pandas right after (PySpark's converter of numpy arrays asks pyspark.testing whether pandas is
+    installed, which imports it: 0.5 s of the driver's time otherwise)."""
+    import importlib
+    import threading
+
+    if module not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=(module,), name=f"flinkdoctor-import-{module}").start()
 
 
 def _server_session() -> SparkSession | None:
