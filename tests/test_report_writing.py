@@ -329,3 +329,38 @@ def test_a_value_json_writes_through_its_default_is_masked():
     row = {"raw": bytearray(b"jdbc:postgresql://svc:Pw-Row-4725@db/x"), "text": "password=Pw-Row-4726"}
     text = outbound.dumps([row], indent=2, default=str)
     assert "Pw-Row" not in text and "svc:******@db" in text and json.loads(text)[0]["text"] == "password=******"
+
+
+def test_what_a_model_holds_is_masked_by_its_content_never_passed_by_its_type(capsys):
+    """`scrub` passed a named tuple, a set, a deque, a read-only mapping and bytes as they were, by their type,
+    secrets and all (and a defaultdict that needed masking crashed it): each is now masked by what it holds, and
+    comes back of its own type (a read-only mapping as a dict), the very object when it held nothing to mask. A
+    hand-built report with such values leaves masked through the JSON view."""
+    import collections
+    import types
+
+    from flinkdoctor.safety.masking import scrub
+
+    secret = PLANTED["text"]
+    named = collections.namedtuple("Named", "text where")
+    held = {
+        "named tuple": named(secret, "here"),
+        "set": {secret},
+        "frozenset": frozenset({secret}),
+        "deque": collections.deque([secret]),
+        "read-only mapping": types.MappingProxyType({"text": secret}),
+        "defaultdict": collections.defaultdict(list, {"text": secret}),
+        "bytes": secret.encode(),
+        "bytearray": bytearray(secret.encode()),
+    }
+    for name, value in held.items():
+        done = scrub(value)
+        assert "Pw-Text-4713" not in repr(done) and "admin:******@db" in repr(done), name
+        assert type(done) is (dict if name == "read-only mapping" else type(value)), name
+    assert scrub(held["defaultdict"]).default_factory is list and scrub(held["named tuple"]).where == "here"
+    clean = (named("text", "here"), {"text"}, collections.deque(["text"]), b"text")
+    assert all(scrub(value) is value for value in clean)
+
+    report = dataclasses.replace(_report(), skipped=[{"path": held["named tuple"], "reason": "a named tuple"}])
+    out = _shown(capsys, report)
+    assert "Pw-Text-4713" not in out and json.loads(out)["skipped"][0]["path"][1] == "here"
