@@ -92,8 +92,12 @@ MASKS: tuple[tuple[str, str], ...] = (
     (r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1" + MASK),
     # user:password@ in any URL (jdbc:postgresql://admin:S3cret@db/x, https://user:token@host)
     (r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://[^/\s:@\"']{0,256}:)[^/\s@\"']{1,256}(@)", r"\1" + MASK + r"\2"),
-    # key = value, key: value, key="value" for sensitive keys (JAAS, JDBC properties, connector configs)
-    (r"(\b" + _SENSITIVE_KEY + r"[\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&}\])\"']+)", r"\1" + MASK),
+    # key = value, key: value, key="value" for sensitive keys (JAAS, JDBC properties, connector configs); JSON
+    # inside a string (\"password\":\"x\"), and a quote that a cut line never closes (password="x)
+    (
+        r"(\b" + _SENSITIVE_KEY + r"\\?[\"']?\s*[=:]\s*)(\\?\"[^\"]*\"|'[^']*'|[\"']?[^\s,;&}\])\"']+)",
+        r"\1" + MASK,
+    ),
     # AWS access key ids anywhere
     (r"\b((?:AKIA|ASIA)[0-9A-Z]{16})\b", MASK),
 )
@@ -117,7 +121,7 @@ TRIGGER_RE2 = (
     + _URL_USER_INFO
     + "|akia|asia|(?:"
     + "|".join(re.escape(w) for w in _KEY_WORDS)
-    + r""")[a-z0-9_.-]{0,64}["']?"""
+    + r""")[a-z0-9_.-]{0,64}\\?["']?"""
     + _SPACE
     + "*[=:])"
 )
