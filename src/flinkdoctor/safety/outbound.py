@@ -4,7 +4,10 @@ passing the one masker (masking.py) here.
     echo(text)                 a line for a person on stdout or stderr
     console()                  a rich Console for the terminal views (report, fleet, rule tables), every write masked
     show / show_terminal       a report (a diagnosis, a fleet report) rendered by a view from its masked model
-    show_chunks                the same, the view's text written piece by piece (the JSON view of many jobs)
+    show_chunks                the same, the view's text made piece by piece (the JSON view of many jobs)
+
+A report reaches stdout whole or not at all: a view that fails part way leaves nothing there (the CLI's exit 4
+and one line on stderr say what happened), never half a document a reader might take for an answer.
     write_text / write_bytes   files: crash logs, --html, `rules suggest` drafts, `collect` bundles' logs
     write_json / echo_json / dumps   JSON of a structure (collect.json, REST answers, watch lines, webhook bodies)
     rows(rows)                 rows of a fleet lake table
