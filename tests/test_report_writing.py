@@ -291,6 +291,9 @@ def test_json_pieces_past_the_spool_in_memory_reach_stdout_whole(capsys, monkeyp
     monkeypatch.setattr(outbound, "SPOOL_CHARS", 1000)
     outbound.show_chunks(report, json_chunks)
     assert capsys.readouterr().out == contract.render_json(report) + "\n"
+    pieces = ["{", '"a": 1', "}\n[", "x" * 3_000_000, "\n", "y" * 10, "ü\n\n", "z"]  # (read back 1 MiB at a time)
+    outbound.show_chunks(report, lambda _: iter(pieces), nl=False)
+    assert capsys.readouterr().out == "".join(pieces)
 
 
 QUOTED = ('password=Pw-Quote-4721"tail', "secret-key=Pw-Quote-4722\\", 'Authorization: "Pw-Quote-4723')

@@ -114,8 +114,15 @@ def _whole_or_nothing(out: Callable[[str], Any]) -> Iterator[IO[str]]:
     ) as held:
         yield held
         held.seek(0)
-        while lines := held.readlines(1 << 20):  # whole lines: a terminal's escape sequence never cut in two
-            out("".join(lines))
+        rest = ""
+        while text := held.read(1 << 20):
+            text, rest = rest + text, ""
+            cut = text.rfind("\n") + 1  # whole lines: a terminal's escape sequence never cut in two
+            text, rest = text[:cut], text[cut:]
+            if text:
+                out(text)
+        if rest:
+            out(rest)
 
 
 def _echo_piece(text: str) -> None:
