@@ -1165,6 +1165,49 @@ def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path
 
 
 @pytest.mark.unit
+def test_a_window_cut_follows_the_captured_job_not_the_events_own(tmp_path, monkeypatch):
+    """A checkpoint line names its job (captured, `c_job`) and the event may carry another from its context (the
+    `job` column: the job the header or an earlier line named): the analysis groups by the captured one, else
+    the event's, else "unknown job" (_split_columnar), and so must the spans the windows are cut by. Job A's
+    trigger and completion sit in two row groups whose events name two other jobs; read by the events' jobs, A
+    would look closed after the first group and a window cut there would split it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    side = {kind: next(n for n, x in enumerate(known) if x.measures == kind) for kind in m.COLUMNAR}
+    trigger, done = side["checkpoint-trigger"], side["checkpoint-completed"]
+    groups = [  # per row group: (metric, event's job, captured job) of its rows
+        [(trigger, "job-of-the-header", "A")],
+        [(done, "another-job-in-context", "A")],
+        [(trigger, "B", None), (done, "B", None)],
+        [(trigger, None, None)],
+    ]
+    rows = [row for group in groups for row in group]
+    table = pa.table(
+        {
+            "metric": pa.array([r[0] for r in rows], pa.int32()),
+            "job": pa.array([r[1] for r in rows], pa.string()),
+            "c_job": pa.array([r[2] for r in rows], pa.string()),
+        }
+    )
+    sizes = [len(group) for group in groups]
+    with pq.ParquetWriter(tmp_path / "part-00000.parquet", table.schema) as writer:
+        for at, size in zip([0, 1, 2, 4], sizes, strict=True):
+            writer.write_table(table.slice(at, size))
+    texts = m.Texts(fs.LocalFileSystem(), str(tmp_path))
+    assert len(texts.groups) == len(groups)
+
+    spans, jobs = m._job_spans(texts, m._sides(known), list(range(len(groups))))
+    assert spans == {"A": (0, 1), "B": (2, 2), "unknown job": (3, 3)} and jobs == set(spans)
+    monkeypatch.setattr(m, "WINDOW_ROWS", 1)
+    assert [window for window, _ in m.Plan.of(texts, known).windows] == [[0, 1], [2], [3]]
+
+
+@pytest.mark.unit
 def test_checkpoints_each_read_once_are_kept_without_their_groups_keys(tmp_path, monkeypatch):
     """The triggers and completions written unreduced with their groups' keys (bundle, number as written, file
     order), two jobs' checkpoints each once: the driver holds no key (a long run's keys would double its

@@ -10,6 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import DATA, line_at
 from flinkdoctor.errors import InputError
@@ -185,3 +187,70 @@ def test_a_reused_work_dir_stages_the_new_input(tmp_path):
     assert [len(p.read_text().splitlines()) for p in staged] == [5]
     assert staged == [(second / "taskmanager.log").absolute()]  # read in place: the first run's files are not
     assert not any((work / "sources").iterdir())  # its staged copies gone, none made for plain text
+
+
+def _shown_back(name: str) -> str:
+    """The name `staging.shown` showed (its inverse): \\\\ a backslash, \\xNN a byte that is not UTF-8,
+    \\uNNNN another lone surrogate."""
+    import re
+
+    escapes = {
+        "\\": lambda hex_: "\\",
+        "x": lambda hex_: chr(0xDC00 + int(hex_, 16)),
+        "u": lambda hex_: chr(int(hex_, 16)),
+    }
+    return re.sub(
+        r"\\(\\|x([0-9a-f]{2})|u([0-9a-f]{4}))",
+        lambda m: escapes[m.group(1)[0]](m.group(2) or m.group(3) or ""),
+        name,
+    )
+
+
+@given(st.text(alphabet=["a", "é", "日", "/", "\\", "x", "u", "e", "9", "\udce9", "\udcff", "\ud800"], max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_a_name_is_shown_one_way_and_read_back(name):
+    """Evidence file:line names one file: `shown` is one-to-one (its inverse gives the name back), so a name that
+    holds the text `\\xe9` is never shown as the one whose byte is 0xE9, nor a lone surrogate as a `?` another
+    name holds; and what it shows is valid UTF-8 text."""
+    from flinkdoctor.sources.staging import shown
+
+    text = shown(name)
+    text.encode("utf-8")
+    assert _shown_back(text) == name
+
+
+def test_names_are_shown_as_before_but_for_what_made_two_inputs_one():
+    from flinkdoctor.sources.staging import shown
+
+    assert shown("taskmanager-日志.log") == "taskmanager-日志.log" and shown("plain.log") == "plain.log"
+    assert shown("taskmanager-\udce9.log") == "taskmanager-\\xe9.log" != shown("taskmanager-\\xe9.log")
+    assert shown("a\ud800") != shown("a?") and shown("C:\\logs\\x.log") == "C:\\\\logs\\\\x.log"
+
+
+def test_several_inputs_of_one_name_are_each_shown_by_their_own_path(tmp_path):
+    """`diagnose host-1/taskmanager.log host-2/taskmanager.log`: each source named by as many of its folders as
+    tell the inputs apart, never both `taskmanager.log` (evidence at taskmanager.log:12 would name either);
+    inputs of distinct names keep their own name; an input given twice is read once; a folder whose name is not
+    UTF-8 is shown the same way in its sources and in what was skipped in it."""
+    import os
+
+    log = (DATA / "seeds" / "004" / "taskmanager.log").read_bytes()
+    for host in ("host-1", "host-2"):
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "taskmanager.log").write_bytes(log)
+    (tmp_path / "host-2" / "jobmanager.log").write_bytes(log)
+    odd = os.path.join(os.fsencode(tmp_path), "host-\xe9".encode("latin-1"))
+    os.mkdir(odd)
+    with open(os.path.join(odd, b"taskmanager.log"), "wb") as handle:
+        handle.write(log)
+    os.symlink(b"nowhere", os.path.join(odd, b"gone.log"))
+    inputs = [tmp_path / "host-1" / "taskmanager.log", tmp_path / "host-2" / "taskmanager.log"]
+    inputs += [tmp_path / "host-2" / "jobmanager.log", inputs[0], Path(os.fsdecode(odd))]
+    manifest = ingest(inputs, tmp_path / "work")
+    assert [s.path for s in manifest.sources] == [
+        "host-1/taskmanager.log",
+        "host-2/taskmanager.log",
+        "jobmanager.log",
+        "host-\\xe9/taskmanager.log",
+    ]
+    assert [item["path"] for item in manifest.skipped] == ["host-\\xe9/gone.log"]

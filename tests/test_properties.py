@@ -236,16 +236,44 @@ def test_a_url_at_the_masks_bound_is_triggered(size, char):
     assert mask(line) != line and _triggered(line)
 
 
-def test_the_triggers_blank_is_pythons():
-    """The trigger's blank class (RE2, in the scan) is Python's `\\s` (the masks), on every character."""
+def test_every_notion_of_a_blank_is_pythons_on_every_character():
+    """One blank everywhere: Python's `\\s` (the masks, the rules' regexes) is the trigger's class (RE2, in the
+    scan tasks: masking._SPACE), `\\s` as the rules' regexes become RE2 (re2.unicode_classes), the Hyperscan
+    patterns' class on ASCII (patterns.SPACE: their text outside ASCII is left to Python) and what a line's end is
+    trimmed of (measure.SPACES, str.rstrip), on every character: a blank one of them missed would let a key, a
+    no-break space and `=` pass the trigger unmasked, or a rule's match differ between the engines."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from flinkdoctor.safety.masking import _SPACE
+    from flinkdoctor.scan import measure, patterns
+    from flinkdoctor.scan.re2 import re2_regex
 
     chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    in_re2 = pc.match_substring_regex(pa.array(chars), f"^{_SPACE}$").to_pylist()
-    assert [c for c, hit in zip(chars, in_re2, strict=True) if hit] == [c for c in chars if re.fullmatch(r"\s", c)]
+    python = [c for c in chars if re.fullmatch(r"\s", c)]
+    strings = pa.array(chars)
+    for name, re2 in (("the trigger's", _SPACE), ("the rules'", re2_regex(r"\s"))):
+        assert re2 is not None
+        hits = pc.match_substring_regex(strings, f"^(?:{re2})$").to_pylist()
+        assert [c for c, hit in zip(chars, hits, strict=True) if hit] == python, name
+    assert sorted(patterns.SPACE) == [ord(c) for c in python if c.isascii()]
+    assert sorted(measure.SPACES) == python and all(c.isspace() for c in python)
+
+
+@FAST
+@given(
+    KEY,
+    SECRET,
+    st.sampled_from(
+        ['{{\\"{key}\\":\\"{secret}\\"}}', '\\"{key}\\": \\"{secret}\\"', '{key}="{secret}', "{key}: '{secret}"]
+    ),
+)
+def test_a_secret_in_json_inside_a_string_or_behind_an_unclosed_quote_is_masked(key, secret, shape):
+    """A JSON document logged inside a string ({\\"password\\":\\"x\\"}: a JSON log line's message, a config
+    printed escaped) and a value whose quote a cut line never closes (password="x) were left as they were: the
+    key's quote was read only unescaped, the value only quoted whole or unquoted. Masked now, and triggered."""
+    line = "config " + shape.format(key=key, secret=secret) + " end"
+    assert secret not in mask(line) and _triggered(line)
 
 
 @FAST

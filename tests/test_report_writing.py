@@ -217,3 +217,153 @@ def test_the_cli_json_of_a_lab_recording_is_the_one_document(spark, rules, tmp_p
         main(["diagnose", str(LAB / f"{scenario}.tar.gz"), "--format", "json"])
         printed = streams[0].getvalue()
     assert printed == (_as_before(report) + "\n").encode("utf-8")
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of the command line run in this process, as a user runs it."""
+    from click.testing import CliRunner
+
+    from flinkdoctor.cli import main
+
+    code = 0
+    with CliRunner().isolation() as (out, err, _):
+        try:
+            main(argv)
+        except SystemExit as done:
+            code = int(done.code or 0)
+        return code, out.getvalue().decode(), err.getvalue().decode()
+
+
+def _fails_part_way(monkeypatch, fmt: str) -> None:
+    """A view that fails once it has written a good part of its document (a bug, a full disk under its spool)."""
+    from flinkdoctor import views
+    from flinkdoctor.views import contract
+
+    if fmt == "json":
+        monkeypatch.setattr(contract, "CHUNK_CHARS", 200)  # pieces written long before the failing job
+        made, real = [], contract._job
+
+        def job(one):
+            made.append(one)
+            if len(made) == 30:
+                raise RuntimeError("a view's bug on the 30th job")
+            return real(one)
+
+        monkeypatch.setattr(contract, "_job", job)
+    else:
+        printed = views.render_terminal
+
+        def render(report, console):
+            printed(report, console)
+            raise RuntimeError("a view's bug after the whole report")
+
+        monkeypatch.setattr(views, "render_terminal", render)
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_view_that_fails_part_way_leaves_stdout_empty_and_exits_4(tmp_path, monkeypatch, fmt):
+    """Exit codes and stdout are the interface: a report half written when the view failed looked like a
+    (truncated) answer. Now stdout holds the whole document or nothing; the failure is exit 4 with one line on
+    stderr (the traceback in its log file), never 0 or 1 (--fail-on's finding). The same run whole prints the
+    one document the view makes."""
+    import flinkdoctor.pipeline
+
+    monkeypatch.setenv("FLINKDOCTOR_LOG_DIR", str(tmp_path))
+    monkeypatch.setattr(flinkdoctor.pipeline, "diagnose", lambda *args, **kwargs: _report())
+    argv = ["diagnose", str(tmp_path), "--format", fmt, "--fail-on", "any"]
+    code, out, err = _cli(argv)
+    assert code == 0 and out.strip() and not err.strip(), err
+    if fmt == "json":
+        assert json.loads(out)["checkpoints"]["jobs"][41]["job"] == f"{39:032x}"
+    _fails_part_way(monkeypatch, fmt)
+    code, out, err = _cli(argv)
+    assert (code, out) == (4, ""), out[-300:]
+    (line,) = err.strip().splitlines()
+    assert line.startswith("flinkdoctor: internal error (RuntimeError: a view's bug") and "Traceback" not in err
+
+
+def test_json_pieces_past_the_spool_in_memory_reach_stdout_whole(capsys, monkeypatch):
+    """A report larger than the part held in memory goes through the temporary file, the same text."""
+    from flinkdoctor.safety import outbound
+    from flinkdoctor.views import contract, json_chunks
+
+    report = _report()
+    monkeypatch.setattr(outbound, "SPOOL_CHARS", 1000)
+    outbound.show_chunks(report, json_chunks)
+    assert capsys.readouterr().out == contract.render_json(report) + "\n"
+    pieces = ["{", '"a": 1', "}\n[", "x" * 3_000_000, "\n", "y" * 10, "ü\n\n", "z"]  # (read back 1 MiB at a time)
+    outbound.show_chunks(report, lambda _: iter(pieces), nl=False)
+    assert capsys.readouterr().out == "".join(pieces)
+
+
+QUOTED = ('password=Pw-Quote-4721"tail', "secret-key=Pw-Quote-4722\\", 'Authorization: "Pw-Quote-4723')
+
+
+def test_a_fleet_report_with_quotes_beside_secrets_is_valid_json_and_html_masked():
+    """The fleet's JSON was masked as serialised text: `password=x"y` became `password=******"y` inside a JSON
+    string (the mask ate the escape's backslash), so `fleet --format json` printed JSON no reader could parse
+    and `--format html`, which reads that JSON back, crashed. Masked as a structure, both hold every text."""
+    from datetime import datetime
+
+    from flinkdoctor.fleet.report import Answer, FleetReport
+    from flinkdoctor.fleet.views import render_html, render_json
+
+    failed = [
+        {"job": f"job-{n}", "reason": reason, "at": datetime(2026, 4, 23, 21, n)} for n, reason in enumerate(QUOTED)
+    ]
+    answers = [
+        Answer(f"job-{n}", f"b{n}", "failed", None, None, None, False, None, None, reason)
+        for n, reason in enumerate(QUOTED)
+    ]
+    report = FleetReport(3, 0, failed, 0, {}, [], [], answers, 15.0, run={"lake": "s3a://lake:Pw-Run-4724@bucket/x"})
+    data = json.loads(render_json(report))
+    assert [item["reason"] for item in data["failed"]] == [a["reason"] for a in data["answers"]]
+    assert data["failed"][0]["reason"] == 'password=******"tail' and data["failed"][0]["at"] == "2026-04-23 21:00:00"
+    page = render_html(report)
+    for text in (json.dumps(data), page):
+        assert "Pw-" not in text
+
+
+def test_a_value_json_writes_through_its_default_is_masked():
+    """`fleet query --sql ... --format json` writes a row's bytes or times with `default=str`: that text is
+    masked as it is made, like every string of the rows."""
+    from flinkdoctor.safety import outbound
+
+    row = {"raw": bytearray(b"jdbc:postgresql://svc:Pw-Row-4725@db/x"), "text": "password=Pw-Row-4726"}
+    text = outbound.dumps([row], indent=2, default=str)
+    assert "Pw-Row" not in text and "svc:******@db" in text and json.loads(text)[0]["text"] == "password=******"
+
+
+def test_what_a_model_holds_is_masked_by_its_content_never_passed_by_its_type(capsys):
+    """`scrub` passed a named tuple, a set, a deque, a read-only mapping and bytes as they were, by their type,
+    secrets and all (and a defaultdict that needed masking crashed it): each is now masked by what it holds, and
+    comes back of its own type (a read-only mapping as a dict), the very object when it held nothing to mask. A
+    hand-built report with such values leaves masked through the JSON view."""
+    import collections
+    import types
+
+    from flinkdoctor.safety.masking import scrub
+
+    secret = PLANTED["text"]
+    named = collections.namedtuple("Named", "text where")
+    held = {
+        "named tuple": named(secret, "here"),
+        "set": {secret},
+        "frozenset": frozenset({secret}),
+        "deque": collections.deque([secret]),
+        "read-only mapping": types.MappingProxyType({"text": secret}),
+        "defaultdict": collections.defaultdict(list, {"text": secret}),
+        "bytes": secret.encode(),
+        "bytearray": bytearray(secret.encode()),
+    }
+    for name, value in held.items():
+        done = scrub(value)
+        assert "Pw-Text-4713" not in repr(done) and "admin:******@db" in repr(done), name
+        assert type(done) is (dict if name == "read-only mapping" else type(value)), name
+    assert scrub(held["defaultdict"]).default_factory is list and scrub(held["named tuple"]).where == "here"
+    clean = (named("text", "here"), {"text"}, collections.deque(["text"]), b"text")
+    assert all(scrub(value) is value for value in clean)
+
+    report = dataclasses.replace(_report(), skipped=[{"path": held["named tuple"], "reason": "a named tuple"}])
+    out = _shown(capsys, report)
+    assert "Pw-Text-4713" not in out and json.loads(out)["skipped"][0]["path"][1] == "here"

@@ -198,3 +198,40 @@ def test_a_stored_value_is_read_with_the_cycle_collector_paused_and_given_back_a
     finally:
         gc.enable()
     assert seen == [False, False]
+
+
+def test_the_checked_layouts_key_changes_with_the_python_and_with_each_file_the_check_reads(tmp_path, monkeypatch):
+    """Kept layouts are read back only for the same layouts.yaml checked by the same code under the same Python
+    (its `re` compiled the regexes): another interpreter, or a change to the schema or any module that checks the
+    file, is a new key, so a worker never takes layouts that today's check would refuse or read otherwise. The
+    modules that do the checking are those the key reads; a package whose files cannot be read has no key."""
+    import inspect
+    import sys
+    import types
+    from pathlib import Path
+
+    from flinkdoctor.knowledge import regexes, validation
+    from flinkdoctor.sources import layouts
+
+    package = Path(inspect.getfile(layouts)).parents[1]
+    copy = tmp_path / "flinkdoctor"
+    for name in ("sources/layouts/layouts.yaml", *layouts.CHECKED_BY):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_bytes((package / name).read_bytes())
+    monkeypatch.setattr(layouts, "resources", types.SimpleNamespace(files=lambda _: copy))
+    checking = (layouts._checked, regexes.checked, validation.read_yaml, validation.schema_problems)
+    assert {Path(inspect.getfile(f)).relative_to(package).as_posix() for f in checking} <= set(layouts.CHECKED_BY)
+
+    first = layouts._checked_key()
+    assert first is not None and layouts._checked_key() == first
+    with monkeypatch.context() as other:
+        other.setattr(sys, "version", sys.version + " (another build)")
+        assert layouts._checked_key() not in (None, first)
+    for name in ("sources/layouts/layouts.yaml", *layouts.CHECKED_BY):
+        kept = (copy / name).read_bytes()
+        (copy / name).write_bytes(kept + b"\n")
+        assert layouts._checked_key() not in (None, first), name
+        (copy / name).unlink()
+        assert layouts._checked_key() is None, name
+        (copy / name).write_bytes(kept)
+    assert layouts._checked_key() == first

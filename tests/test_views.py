@@ -251,3 +251,37 @@ def test_a_long_checkpoint_series_is_drawn_thinned_with_its_extremes():
     (chart,) = job["charts"]
     assert "95123" in chart.replace(",", "") and "10,080 points" in chart
     assert chart.count("<circle") <= MOST_DRAWN + 10
+
+
+def test_the_timeline_draws_every_rule_found_on_a_line_once():
+    """A marker names one rule: another rule that matched the root cause's own line gets its marker (it was
+    dropped as "shown" by the line alone), and the root cause's rule, found on that line too, is not drawn twice."""
+    from flinkdoctor.report.model import (
+        Evidence,
+        FindingReport,
+        InputReport,
+        Report,
+        RootCauseReport,
+        SourceReport,
+    )
+    from flinkdoctor.views.timeline import build_timeline
+
+    at = Evidence("host-1/taskmanager.log", 12, "2026-04-23T21:26:38.027Z", "java.lang.OutOfMemoryError", "vm-1")
+    elsewhere = Evidence("host-2/taskmanager.log", 12, "2026-04-23T21:26:39.027Z", "task failed", "vm-2")
+    root = RootCauseReport("heap-oom", "memory", "t", 0.9, at.time, "vm-1", 1, "e", [at], [], [], [])
+    findings = [
+        FindingReport(rule, category, role, "t", len(seen), seen[0].time, seen[-1].time, seen)
+        for rule, category, role, seen in (
+            ("heap-oom", "memory", "cause", [at]),
+            ("task-failed", "job-failure", "symptom", [at, elsewhere]),
+            ("job-restart", "job-failure", "symptom", [elsewhere]),
+        )
+    ]
+    sources = [SourceReport(e.file, "flink-taskmanager", "flink-log4j2", 100, 0) for e in (at, elsewhere)]
+    report = Report(InputReport(2, 200, 200, 0, 2, sources), None, "none", [root], findings, [])
+    timeline = build_timeline(report, lambda ev, rule: f"{rule}-{ev.file}-{ev.line}")
+    assert sorted(m.anchor for m in timeline.markers) == [
+        "heap-oom-host-1/taskmanager.log-12",
+        "job-restart-host-2/taskmanager.log-12",
+        "task-failed-host-1/taskmanager.log-12",
+    ]

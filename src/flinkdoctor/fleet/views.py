@@ -49,7 +49,10 @@ FILTER_SCRIPT = """
 
 
 def render_json(report: FleetReport) -> str:
-    text = mask(json.dumps(scrub(report.to_dict()), indent=2, ensure_ascii=False, default=str)) or ""
+    """The fleet report's JSON, masked as a structure (scrub), a value JSON has no type for (a time) as the text
+    it becomes: never the serialised text, where a mask would take an escaped quote for the end of a value and
+    cut the document (a failed bundle's reason `password=x"y` made JSON no reader could parse)."""
+    text = json.dumps(scrub(report.to_dict()), indent=2, ensure_ascii=False, default=lambda value: mask(str(value)))
     return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

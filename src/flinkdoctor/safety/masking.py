@@ -13,11 +13,13 @@ The scan tasks mask the events table's text with `mask` when they cut it from th
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import re
 import weakref
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 MASK = "******"
@@ -90,8 +92,12 @@ MASKS: tuple[tuple[str, str], ...] = (
     (r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}", r"\1" + MASK),
     # user:password@ in any URL (jdbc:postgresql://admin:S3cret@db/x, https://user:token@host)
     (r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://[^/\s:@\"']{0,256}:)[^/\s@\"']{1,256}(@)", r"\1" + MASK + r"\2"),
-    # key = value, key: value, key="value" for sensitive keys (JAAS, JDBC properties, connector configs)
-    (r"(\b" + _SENSITIVE_KEY + r"[\"']?\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&}\])\"']+)", r"\1" + MASK),
+    # key = value, key: value, key="value" for sensitive keys (JAAS, JDBC properties, connector configs); JSON
+    # inside a string (\"password\":\"x\"), and a quote that a cut line never closes (password="x)
+    (
+        r"(\b" + _SENSITIVE_KEY + r"\\?[\"']?\s*[=:]\s*)(\\?\"[^\"]*\"|'[^']*'|[\"']?[^\s,;&}\])\"']+)",
+        r"\1" + MASK,
+    ),
     # AWS access key ids anywhere
     (r"\b((?:AKIA|ASIA)[0-9A-Z]{16})\b", MASK),
 )
@@ -115,7 +121,7 @@ TRIGGER_RE2 = (
     + _URL_USER_INFO
     + "|akia|asia|(?:"
     + "|".join(re.escape(w) for w in _KEY_WORDS)
-    + r""")[a-z0-9_.-]{0,64}["']?"""
+    + r""")[a-z0-9_.-]{0,64}\\?["']?"""
     + _SPACE
     + "*[=:])"
 )
@@ -163,12 +169,13 @@ _Model = TypeVar("_Model")  # a dataclass instance (a report model)
 
 
 def scrub(node: Any) -> Any:
-    """`node` (a report model of dataclasses, a REST answer, a row: any tree of mappings, sequences and
-    dataclasses) with every secret masked: each string through `mask`, and a value whole when its key is
-    sensitive: a mapping's key, or the `key` field of a record beside its `value` ({"key": k, "value": v}, as
-    REST /jobmanager/config and the configuration audit hold settings). The same type comes back, and the very
-    object when nothing in it needed masking (a report of 100,000 jobs is not copied to change nothing). A model
-    `masked_model` returned is given back at once: it is masked already."""
+    """`node` (a report model of dataclasses, a REST answer, a row: any tree of mappings, sequences, sets and
+    dataclasses) with every secret masked: each string through `mask` (bytes through `mask_log`), and a value
+    whole when its key is sensitive: a mapping's key, or the `key` field of a record beside its `value`
+    ({"key": k, "value": v}, as REST /jobmanager/config and the configuration audit hold settings). The same type
+    comes back (a read-only mapping as a dict), and the very object when nothing in it needed masking (a report
+    of 100,000 jobs is not copied to change nothing). A model `masked_model` returned is given back at once: it
+    is masked already."""
     if _is_masked(node):
         return node
     return _scrub(node)
@@ -231,16 +238,13 @@ def _scrub(node: Any) -> Any:
     if names is None:
         if isinstance(node, str):
             return mask(node)
-        if isinstance(node, dict):
-            items = _scrub_items(node.items())
-            if all(k is a and v is b for (k, v), (a, b) in zip(items, node.items(), strict=True)):
-                return node
-            return type(node)(items)
-        if isinstance(node, (list, tuple)) and not hasattr(node, "_fields"):
-            done = [_scrub(item) for item in node]
-            if all(a is b for a, b in zip(done, node, strict=True)):
-                return node
-            return type(node)(done)
+        if isinstance(node, (list, tuple, set, frozenset, deque)):
+            return _scrub_collection(node)
+        if isinstance(node, (dict, Mapping)):  # (dict first: a dict without the ABC's slower test)
+            return _scrub_mapping(node)
+        if isinstance(node, (bytes, bytearray)):
+            masked = mask_log(bytes(node))
+            return node if masked == node else type(node)(masked)
         if not dataclasses.is_dataclass(node) or isinstance(node, type):
             return node
         names = _RECORD_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(node) if f.init)
@@ -250,6 +254,29 @@ def _scrub(node: Any) -> Any:
 
 
 _RECORD_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass -> its init fields (what replace can set)
+
+
+def _scrub_mapping(node: Mapping[Any, Any]) -> Any:
+    """A mapping masked: a dict of its own type (a defaultdict keeps its default), a read-only one (a
+    MappingProxyType) as a dict of its items; the very mapping when nothing in it needed masking."""
+    items = _scrub_items(node.items())
+    if all(k is a and v is b for (k, v), (a, b) in zip(items, node.items(), strict=True)):
+        return node
+    if type(node) is dict or not isinstance(node, dict):
+        return dict(items)
+    new = copy.copy(node)
+    new.clear()
+    new.update(items)
+    return new
+
+
+def _scrub_collection(node: Any) -> Any:
+    """A list, tuple (a named one too), set or deque masked, of its own type; the very one when nothing in it
+    needed masking. Each is masked by what it holds, never passed by its type: a named tuple, a set of names."""
+    done = [_scrub(item) for item in node]
+    if all(a is b for a, b in zip(done, node, strict=True)):
+        return node
+    return type(node)(*done) if hasattr(node, "_fields") else type(node)(done)
 
 
 def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:

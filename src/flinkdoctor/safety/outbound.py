@@ -4,7 +4,10 @@ passing the one masker (masking.py) here.
     echo(text)                 a line for a person on stdout or stderr
     console()                  a rich Console for the terminal views (report, fleet, rule tables), every write masked
     show / show_terminal       a report (a diagnosis, a fleet report) rendered by a view from its masked model
-    show_chunks                the same, the view's text written piece by piece (the JSON view of many jobs)
+    show_chunks                the same, the view's text made piece by piece (the JSON view of many jobs)
+
+A report reaches stdout whole or not at all: a view that fails part way leaves nothing there (the CLI's exit 4
+and one line on stderr say what happened), never half a document a reader might take for an answer.
     write_text / write_bytes   files: crash logs, --html, `rules suggest` drafts, `collect` bundles' logs
     write_json / echo_json / dumps   JSON of a structure (collect.json, REST answers, watch lines, webhook bodies)
     rows(rows)                 rows of a fleet lake table
@@ -19,10 +22,12 @@ in the work dir, which never outlive the run, and files whose content comes from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
@@ -73,12 +78,12 @@ class _MaskedStream:
         return getattr(self._stream, name)
 
 
-def console(stderr: bool = False, **options: Any) -> Any:
-    """A rich Console on stdout (or stderr) whose every write is masked; rich decides colour and width from the
-    terminal behind it, as for its own streams."""
+def console(stderr: bool = False, file: Any = None, **options: Any) -> Any:
+    """A rich Console on stdout (or stderr, or `file`) whose every write is masked; rich decides colour and width
+    from the terminal behind it, as for its own streams."""
     from rich.console import Console
 
-    stream = _MaskedStream(sys.stderr if stderr else sys.stdout)
+    stream = _MaskedStream(file or (sys.stderr if stderr else sys.stdout))
     return Console(file=stream, stderr=stderr, **options)  # type: ignore[arg-type]
 
 
@@ -95,20 +100,71 @@ def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, 
     click.echo(text, nl=nl)
 
 
-def show_chunks(report: Any, view: Callable[[Any], Iterable[str]], *, nl: bool = True) -> None:
-    """`view(masked report)` (a function to pieces of text: the JSON view's `json_chunks`) on stdout, each piece
-    written as it is made: a report of 100,000 jobs is never held whole as text. The same masking as `show`."""
+SPOOL_CHARS = 8 << 20  # a document held in memory up to this size while it is made, past it in a temporary file
+
+
+@contextlib.contextmanager
+def _whole_or_nothing(out: Callable[[str], Any]) -> Iterator[IO[str]]:
+    """A stream for a view that writes as it goes: what it writes is given to `out` only once it has written all
+    of it. A view that fails part way (an internal error: exit 4 and one line on stderr, errors.py) leaves nothing
+    on stdout, never half a JSON document that a reader might take for a report. Spooled to a temporary file past
+    SPOOL_CHARS: a report of 100,000 jobs is not held whole in memory."""
+    with tempfile.SpooledTemporaryFile(
+        SPOOL_CHARS, mode="w+", encoding="utf-8", errors="surrogatepass", newline=""
+    ) as held:
+        yield held
+        held.seek(0)
+        rest = ""
+        while text := held.read(1 << 20):
+            text, rest = rest + text, ""
+            cut = text.rfind("\n") + 1  # whole lines: a terminal's escape sequence never cut in two
+            text, rest = text[:cut], text[cut:]
+            if text:
+                out(text)
+        if rest:
+            out(rest)
+
+
+def _echo_piece(text: str) -> None:
     import click
 
-    for piece in view(scrub(report)):
-        click.echo(piece, nl=False)
-    if nl:
-        click.echo("")
+    click.echo(text, nl=False)
+
+
+def show_chunks(report: Any, view: Callable[[Any], Iterable[str]], *, nl: bool = True) -> None:
+    """`view(masked report)` (a function to pieces of text: the JSON view's `json_chunks`) on stdout, whole or
+    not at all (`_whole_or_nothing`): each piece is let go as it is made, so that a report of 100,000 jobs is
+    never held whole as text. The same masking as `show`."""
+    with _whole_or_nothing(_echo_piece) as held:
+        for piece in view(scrub(report)):
+            held.write(piece)
+        if nl:
+            held.write("\n")
+
+
+class _HeldStdout:
+    """Writes held (`_whole_or_nothing`); anything else asked of it (isatty, fileno, encoding: what a rich Console
+    decides colour and width by) is the real stdout's."""
+
+    def __init__(self, held: IO[str]) -> None:
+        self._held = held
+
+    def write(self, text: str) -> int:
+        return self._held.write(text)
+
+    def flush(self) -> None:
+        """Nothing leaves before the view is done."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stdout, name)
 
 
 def show_terminal(report: Any, view: Callable[[Any, Any], None], **options: Any) -> None:
-    """`view(masked report, console)` for a view that prints (the terminal's) to a masked console."""
-    view(scrub(report), console(**options))
+    """`view(masked report, console)` for a view that prints (the terminal's) to a masked console, on stdout
+    whole or not at all, as `show_chunks`."""
+    with _whole_or_nothing(sys.stdout.write) as held:  # (as rich wrote: its colour kept, never stripped)
+        view(scrub(report), console(file=_HeldStdout(held), **options))
+    sys.stdout.flush()
 
 
 def write_text(path: PathArg, text: str) -> Path:
@@ -131,7 +187,11 @@ def echo_json(node: Any, **options: Any) -> None:
 
 
 def dumps(node: Any, using: Callable[..., str] = json.dumps, **options: Any) -> Masked:
-    """JSON text of `node` (or YAML, or any text `using` makes of it) with its secrets masked first."""
+    """JSON text of `node` (or YAML, or any text `using` makes of it) with its secrets masked first; what json's
+    `default` makes of a value it has no type for (`default=str` of a SQL row's bytes) is masked as it is made."""
+    given = options.get("default")
+    if given is not None:
+        options["default"] = lambda value: scrub(given(value))
     return Masked(using(scrub(node), **options))
 
 

@@ -10,8 +10,10 @@ as `<id>.log` under `<work>/sources/`. A file that cannot be read is a counted s
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import zlib
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypedDict
@@ -109,7 +111,8 @@ class _Walker:
         self.families: dict[tuple[str, str], str] = {}
 
     def skip(self, display: str, reason: str) -> None:
-        self.skipped.append({"path": shown(display), "reason": reason})
+        """`display`: the path as shown (staging.shown), as the sources' paths are."""
+        self.skipped.append({"path": display, "reason": reason})
 
     def add_input(self, path: Path, display: str) -> None:
         if path.is_symlink() and not path.exists():
@@ -118,7 +121,7 @@ class _Walker:
             try:
                 children = sorted(path.rglob("*"))
             except OSError as err:
-                self.skip(display or path.name, f"cannot list the folder: {err.strerror or err}")
+                self.skip(display or shown(path.name), f"cannot list the folder: {err.strerror or err}")
                 return
             for child in children:
                 rel = shown(child.relative_to(path).as_posix())
@@ -143,7 +146,7 @@ class _Walker:
         except (OSError, EOFError, zlib.error) as err:
             if is_disk_full(err):
                 raise  # the work dir's disk, not this file: the run stops (errors.translate)
-            self.skip(display or path.name, f"cannot read: {getattr(err, 'strerror', None) or err}")
+            self.skip(display or shown(path.name), f"cannot read: {getattr(err, 'strerror', None) or err}")
             return
         if head.startswith(COLLECT_LOG_MARKER):
             self.skip(display, "flinkdoctor collect's own log (what it could not fetch), not evidence")
@@ -160,7 +163,7 @@ class _Walker:
             unpack(path, target, display or path.name, self.budget)
         except InputError as err:
             remove(target)
-            self.skip(display or path.name, str(err).removeprefix(f"{display or path.name}: "))
+            self.skip(display or shown(path.name), str(err).removeprefix(f"{display or path.name}: "))
             return
         self.add_input(target, display)
 
@@ -318,20 +321,42 @@ def _head(path: Path) -> tuple[bytes, bool]:
     return zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(raw, HEAD_BYTES), True
 
 
+def input_names(inputs: list[Path]) -> list[str]:
+    """Each of several inputs' name in the report (shown): its own (taskmanager.log), or, where inputs share one
+    (two hosts' taskmanager.log) or one's name is a folder of another's (`logs` and `x/logs/y`), as many of its
+    last folders as tell them apart (host-1/taskmanager.log, host-2/taskmanager.log): evidence file:line names one
+    input. A few passes over the inputs, each a lookup per name and folder: a shell's glob of 100,000 files (one
+    folder, every name its own) is one pass."""
+    paths = [os.path.abspath(path) for path in inputs]
+    parts = [path.split("/") for path in paths]  # (absolute: the first is "", the root's)
+    depth = [1] * len(paths)
+    while True:
+        names = [path if d >= len(p) else "/".join(p[-d:]) for path, p, d in zip(paths, parts, depth, strict=True)]
+        taken = Counter(names)
+        folders = {name[:at] for name in names if "/" in name for at, c in enumerate(name) if c == "/" and at}
+        clash = [i for i, name in enumerate(names) if taken[name] > 1 or name in folders]
+        longer = [i for i in clash if depth[i] < len(parts[i])]
+        if not longer:
+            return [shown(name) for name in names]
+        for i in longer:
+            depth[i] += 1
+
+
 def ingest(
     paths: list[str | Path], work_dir: Path, year: int | None = None, max_unpacked: int = DEFAULT_MAX_UNPACKED
 ) -> Manifest:
     """Stage every input under work_dir and describe it; raises InputError when nothing can be read (a missing
     path, an empty folder, only unsafe archives or binary files)."""
     walker = _Walker(Path(work_dir), max_unpacked)
-    inputs = [Path(p) for p in paths]
+    inputs = list({os.path.abspath(p): Path(p) for p in paths}.values())  # (an input given twice: read once)
     for path in inputs:
         if not path.exists() and not path.is_symlink():
             raise InputError(f"{path}: no such file or folder")
-    for path in inputs:
-        # one input: paths relative to it (an archive's member paths); several: each under its own name
+    # one input: paths relative to it (an archive's member paths); several: each under its own name
+    names = [shown(path.name)] if len(inputs) == 1 else input_names(inputs)
+    for path, name in zip(inputs, names, strict=True):
         single_container = len(inputs) == 1 and (path.is_dir() or is_archive(path.name))
-        walker.add_input(path, "" if single_container else shown(path.name))
+        walker.add_input(path, "" if single_container else name)
     if not any(not s.binary for s in walker.sources):
         reasons = "; ".join(f"{s['path'] or '.'}: {s['reason']}" for s in walker.skipped[:5])
         raise InputError(f"{', '.join(map(str, paths))}: nothing to read" + (f" ({reasons})" if reasons else ""))

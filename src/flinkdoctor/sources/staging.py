@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 import mmap
 import os
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -290,12 +291,23 @@ def shown_input(staged: str) -> str:
 
 
 def shown(name: str) -> str:
-    """A file's path as every output shows it: the bytes of a name that are not UTF-8 (a Latin-1 host's, read by
-    Python as surrogates) written as \\xNN, so that reports stay valid UTF-8 text and no raw byte reaches a terminal."""
-    try:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a surrogate no file system gave (an archive member's own name)
-        return name.encode("utf-8", "replace").decode("utf-8")
+    """A file's path as every output shows it, one name for one path: the bytes of a name that are not UTF-8 (a
+    Latin-1 host's, read by Python as surrogates) written as \\xNN and any other lone surrogate as \\uNNNN, so
+    that reports stay valid UTF-8 text and no raw byte reaches a terminal, and a backslash of the name itself as
+    \\\\ (as `ls -b` and Python write them): a name that holds the text `\\xe9` is never shown as the one whose byte
+    is 0xE9. A name with neither is shown as it is."""
+    if not _ESCAPED.search(name):
+        return name
+    return _SURROGATE.sub(_escape, name.replace("\\", "\\\\"))
+
+
+_ESCAPED = re.compile(r"[\\\ud800-\udfff]")  # what `shown` changes: a backslash or a surrogate
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"  # (surrogateescape's bytes)
 
 
 def _nameable(path: str) -> bool:

@@ -52,7 +52,10 @@ def _lane(ev: Evidence, sources: dict[str, tuple[str | None, str]]) -> str:
 
 
 def _points(report: Report) -> tuple[list[tuple[Evidence, str, str]], list[tuple[int, int]]]:
-    """Each root cause's first evidence, its chain (linked cause -> effect by depth), then every other finding."""
+    """Each root cause's first evidence, its chain (linked cause -> effect by depth), then every other finding:
+    each finding's first evidence unless a marker of its rule stands on that line already. Another rule that
+    matched the root cause's line gets its own marker: a marker names one rule, and a line's other finding
+    would otherwise be missing from the chart."""
     points: list[tuple[Evidence, str, str]] = []  # evidence, kind, rule
     links: list[tuple[int, int]] = []  # indexes into points: cause -> effect
     for root in report.root_causes:
@@ -65,9 +68,9 @@ def _points(report: Report) -> tuple[list[tuple[Evidence, str, str]], list[tuple
             points.append((step.evidence, "chain", step.rule))
             links.append((parents.get(step.depth - 1, head), len(points) - 1))
             parents[step.depth] = len(points) - 1
-    shown = {(ev.file, ev.line) for ev, _, _ in points}
+    drawn = {(rule, ev.file, ev.line) for ev, _, rule in points}
     for finding in report.findings:
-        if finding.evidence and (finding.evidence[0].file, finding.evidence[0].line) not in shown:
+        if finding.evidence and (finding.rule, finding.evidence[0].file, finding.evidence[0].line) not in drawn:
             points.append((finding.evidence[0], "other", finding.rule))
     return points, links
 
