@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -27,6 +26,7 @@ from .knowledge.rulebook import Rule, load_rules
 from .knowledge.versions import detect
 from .options import check_flink_version, check_timezone, check_year
 from .report.model import Report, build_report, input_report
+from .runtime.beside import beside
 from .runtime.workdir import WorkDir
 from .safety.masking import masked_replace
 from .scan.events import EventsResult, build_events
@@ -70,10 +70,9 @@ def diagnose(
             from .runtime.spark import spark_session
 
             input_bytes = sum(s.size for s in manifest.sources if not s.derived)
-            with ThreadPoolExecutor(1, thread_name_prefix="flinkdoctor-matcher") as pool:
-                building = pool.submit(rules_matcher, rules)  # while this thread waits for the JVM to start
-                spark = spark_session(input_bytes=input_bytes, verbose=verbose)
-                matcher = building.result()
+            building = beside(rules_matcher, rules)  # while this thread waits for the JVM to start
+            spark = spark_session(input_bytes=input_bytes, verbose=verbose)
+            matcher = building.result()
         timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
         done = diagnose_bundles(
             spark,

@@ -82,10 +82,11 @@ def _import_meanwhile(module: str) -> None:
     start imports pandas right after (PySpark's converter of numpy arrays asks pyspark.testing whether pandas is
     installed, which imports it: 0.5 s of the driver's time otherwise)."""
     import importlib
-    import threading
+
+    from .beside import beside
 
     if module not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=(module,), name=f"flinkdoctor-import-{module}").start()
+        beside(importlib.import_module, module)  # (a failure here: the main thread's own import says it)
 
 
 def _server_session() -> SparkSession | None:
