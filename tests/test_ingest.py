@@ -227,7 +227,7 @@ def test_names_are_shown_as_before_but_for_what_made_two_inputs_one():
     assert shown("a\ud800") != shown("a?") and shown("C:\\logs\\x.log") == "C:\\\\logs\\\\x.log"
 
 
-def test_several_inputs_of_one_name_are_each_shown_by_their_own_path(tmp_path):
+def test_several_inputs_of_one_name_are_each_shown_by_their_own_path(tmp_path, monkeypatch):
     """`diagnose host-1/taskmanager.log host-2/taskmanager.log`: each source named by as many of its folders as
     tell the inputs apart, never both `taskmanager.log` (evidence at taskmanager.log:12 would name either);
     inputs of distinct names keep their own name; an input given twice is read once; a folder whose name is not
@@ -246,6 +246,8 @@ def test_several_inputs_of_one_name_are_each_shown_by_their_own_path(tmp_path):
     os.symlink(b"nowhere", os.path.join(odd, b"gone.log"))
     inputs = [tmp_path / "host-1" / "taskmanager.log", tmp_path / "host-2" / "taskmanager.log"]
     inputs += [tmp_path / "host-2" / "jobmanager.log", inputs[0], Path(os.fsdecode(odd))]
+    monkeypatch.chdir(tmp_path)
+    inputs.append(Path("./host-1/taskmanager.log"))  # the first again, as a relative path
     manifest = ingest(inputs, tmp_path / "work")
     assert [s.path for s in manifest.sources] == [
         "host-1/taskmanager.log",
@@ -254,3 +256,12 @@ def test_several_inputs_of_one_name_are_each_shown_by_their_own_path(tmp_path):
         "host-\\xe9/taskmanager.log",
     ]
     assert [item["path"] for item in manifest.skipped] == ["host-\\xe9/gone.log"]
+
+
+def test_a_folder_input_named_as_another_inputs_folder_is_named_apart():
+    """`diagnose p/host-1 q/host-1/taskmanager.log r/x/taskmanager.log`: the folder's own taskmanager.log would
+    be shown `host-1/taskmanager.log`, as the second input is, unless the folder is named by its parent too."""
+    from flinkdoctor.sources.ingest import input_names
+
+    names = input_names([Path("/t/p/host-1"), Path("/t/q/host-1/taskmanager.log"), Path("/t/r/x/taskmanager.log")])
+    assert names == ["p/host-1", "host-1/taskmanager.log", "x/taskmanager.log"]

@@ -292,8 +292,35 @@ def test_json_pieces_past_the_spool_in_memory_reach_stdout_whole(capsys, monkeyp
     outbound.show_chunks(report, json_chunks)
     assert capsys.readouterr().out == contract.render_json(report) + "\n"
     pieces = ["{", '"a": 1', "}\n[", "x" * 3_000_000, "\n", "y" * 10, "ü\n\n", "z"]  # (read back 1 MiB at a time)
+    spools, writes = [], []
+    spool = outbound._Spool.__init__
+    monkeypatch.setattr(outbound._Spool, "__init__", lambda self, held: spools.append(held) or spool(self, held))
+    echo = outbound._echo_piece
+    monkeypatch.setattr(outbound, "_echo_piece", lambda text: writes.append(len(text)) or echo(text))
     outbound.show_chunks(report, lambda _: iter(pieces), nl=False)
     assert capsys.readouterr().out == "".join(pieces)
+    assert spools[0]._rolled  # held in a file, not in memory
+    assert max(writes) <= 2 << 20  # a long line without a newline let go a MiB or two at a time, never whole
+
+
+def test_a_temporary_folder_that_cannot_hold_the_report_is_said_so_exit_2(tmp_path, monkeypatch):
+    """A full (or size-limited) TMPDIR while the report is spooled: the run is done and nothing is wrong with
+    flinkdoctor, so not an internal error (exit 4), but what to do about it (exit 2), with nothing on stdout."""
+    import errno
+    import tempfile
+
+    import flinkdoctor.pipeline
+    from flinkdoctor.safety import outbound
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(outbound, "SPOOL_CHARS", 1000)
+    monkeypatch.setattr(tempfile, "TemporaryFile", full)
+    monkeypatch.setattr(flinkdoctor.pipeline, "diagnose", lambda *args, **kwargs: _report())
+    code, out, err = _cli(["diagnose", str(tmp_path), "--format", "json"])
+    assert (code, out) == (2, "")
+    assert "cannot hold the report in" in err and "No space left on device" in err and "Traceback" not in err
 
 
 QUOTED = ('password=Pw-Quote-4721"tail', "secret-key=Pw-Quote-4722\\", 'Authorization: "Pw-Quote-4723')
@@ -329,9 +356,14 @@ def test_a_value_json_writes_through_its_default_is_masked():
     masked as it is made, like every string of the rows."""
     from flinkdoctor.safety import outbound
 
+    class Value:  # (a value only `default` turns into text: a Decimal, a time, a driver's own type)
+        def __str__(self) -> str:
+            return "password=Pw-Row-4727"
+
     row = {"raw": bytearray(b"jdbc:postgresql://svc:Pw-Row-4725@db/x"), "text": "password=Pw-Row-4726"}
-    text = outbound.dumps([row], indent=2, default=str)
+    text = outbound.dumps([row, Value()], indent=2, default=str)
     assert "Pw-Row" not in text and "svc:******@db" in text and json.loads(text)[0]["text"] == "password=******"
+    assert json.loads(text)[1] == "password=******"
 
 
 def test_what_a_model_holds_is_masked_by_its_content_never_passed_by_its_type(capsys):
@@ -350,7 +382,7 @@ def test_what_a_model_holds_is_masked_by_its_content_never_passed_by_its_type(ca
         "named tuple": named(secret, "here"),
         "set": {secret},
         "frozenset": frozenset({secret}),
-        "deque": collections.deque([secret]),
+        "deque": collections.deque([secret], maxlen=5),
         "read-only mapping": types.MappingProxyType({"text": secret}),
         "defaultdict": collections.defaultdict(list, {"text": secret}),
         "bytes": secret.encode(),
@@ -361,6 +393,7 @@ def test_what_a_model_holds_is_masked_by_its_content_never_passed_by_its_type(ca
         assert "Pw-Text-4713" not in repr(done) and "admin:******@db" in repr(done), name
         assert type(done) is (dict if name == "read-only mapping" else type(value)), name
     assert scrub(held["defaultdict"]).default_factory is list and scrub(held["named tuple"]).where == "here"
+    assert scrub(held["deque"]).maxlen == 5
     clean = (named("text", "here"), {"text"}, collections.deque(["text"]), b"text")
     assert all(scrub(value) is value for value in clean)
 

@@ -93,9 +93,11 @@ MASKS: tuple[tuple[str, str], ...] = (
     # user:password@ in any URL (jdbc:postgresql://admin:S3cret@db/x, https://user:token@host)
     (r"\b([A-Za-z][A-Za-z0-9+.-]{0,30}://[^/\s:@\"']{0,256}:)[^/\s@\"']{1,256}(@)", r"\1" + MASK + r"\2"),
     # key = value, key: value, key="value" for sensitive keys (JAAS, JDBC properties, connector configs); JSON
-    # inside a string (\"password\":\"x\"), and a quote that a cut line never closes (password="x)
+    # inside a string, escaped up to three times (\"password\":\"x\", \'password\': \'x\'), and a quote that
+    # a cut line never closes (password="x)
     (
-        r"(\b" + _SENSITIVE_KEY + r"\\?[\"']?\s*[=:]\s*)(\\?\"[^\"]*\"|'[^']*'|[\"']?[^\s,;&}\])\"']+)",
+        r"(\b" + _SENSITIVE_KEY + r"\\{0,3}[\"']?\s*[=:]\s*)"
+        r"(\\{0,3}\"[^\"]*\"|\\{0,3}'[^']*'|\\{0,3}[\"']?[^\s,;&}\])\"']+)",
         r"\1" + MASK,
     ),
     # AWS access key ids anywhere
@@ -121,7 +123,7 @@ TRIGGER_RE2 = (
     + _URL_USER_INFO
     + "|akia|asia|(?:"
     + "|".join(re.escape(w) for w in _KEY_WORDS)
-    + r""")[a-z0-9_.-]{0,64}\\?["']?"""
+    + r""")[a-z0-9_.-]{0,64}\\{0,3}["']?"""
     + _SPACE
     + "*[=:])"
 )
@@ -276,6 +278,8 @@ def _scrub_collection(node: Any) -> Any:
     done = [_scrub(item) for item in node]
     if all(a is b for a, b in zip(done, node, strict=True)):
         return node
+    if isinstance(node, deque):
+        return type(node)(done, node.maxlen)
     return type(node)(*done) if hasattr(node, "_fields") else type(node)(done)
 
 

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
+from ..errors import UsageError
 from .masking import mask, mask_log, scrub
 
 PathArg: TypeAlias = "str | os.PathLike[str]"
@@ -104,25 +105,40 @@ SPOOL_CHARS = 8 << 20  # a document held in memory up to this size while it is m
 
 
 @contextlib.contextmanager
-def _whole_or_nothing(out: Callable[[str], Any]) -> Iterator[IO[str]]:
+def _whole_or_nothing(out: Callable[[str], Any]) -> Iterator[_Spool]:
     """A stream for a view that writes as it goes: what it writes is given to `out` only once it has written all
     of it. A view that fails part way (an internal error: exit 4 and one line on stderr, errors.py) leaves nothing
-    on stdout, never half a JSON document that a reader might take for a report. Spooled to a temporary file past
-    SPOOL_CHARS: a report of 100,000 jobs is not held whole in memory."""
+    on stdout, never half a JSON document that a reader might take for a report. Spooled to a file in the
+    temporary folder (TMPDIR) past SPOOL_CHARS: a report of 100,000 jobs is not held whole in memory."""
     with tempfile.SpooledTemporaryFile(
         SPOOL_CHARS, mode="w+", encoding="utf-8", errors="surrogatepass", newline=""
     ) as held:
-        yield held
+        yield _Spool(held)
         held.seek(0)
         rest = ""
         while text := held.read(1 << 20):
             text, rest = rest + text, ""
-            cut = text.rfind("\n") + 1  # whole lines: a terminal's escape sequence never cut in two
+            cut = text.rfind("\n") + 1 or len(text)  # whole lines where there are any (a terminal's escapes)
             text, rest = text[:cut], text[cut:]
-            if text:
-                out(text)
+            out(text)
         if rest:
             out(rest)
+
+
+class _Spool:
+    """The spool's writes: a full or size-limited temporary folder is said as such (exit 2), not as a crash."""
+
+    def __init__(self, held: IO[str]) -> None:
+        self.held = held
+
+    def write(self, text: str) -> int:
+        try:
+            return self.held.write(text)
+        except OSError as err:
+            raise UsageError(
+                f"cannot hold the report in {tempfile.gettempdir()} before writing it out: "
+                f"{err.strerror or type(err).__name__} (free space there, or point TMPDIR elsewhere)"
+            ) from None
 
 
 def _echo_piece(text: str) -> None:
@@ -146,7 +162,7 @@ class _HeldStdout:
     """Writes held (`_whole_or_nothing`); anything else asked of it (isatty, fileno, encoding: what a rich Console
     decides colour and width by) is the real stdout's."""
 
-    def __init__(self, held: IO[str]) -> None:
+    def __init__(self, held: _Spool) -> None:
         self._held = held
 
     def write(self, text: str) -> int:
