@@ -9,12 +9,12 @@ line per checkpoint.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import RuleError
 from ..knowledge.regexes import checked
@@ -25,6 +25,7 @@ from ..scan.measured import MeasuredRows, times_left
 from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -217,12 +218,12 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
-    bulk = pc.is_in(kinds, pa.array(COLUMNAR))
+    side = _sides(metrics)[table.column("metric").to_numpy()]  # (no string made per row for its kind)
+    bulk = side >= 0
     grouped = "bundle" in table.schema.names  # (the file's rows are not reduced yet: the keys go along)
-    rest, rows = table.filter(pc.invert(bulk)), table
+    rest, rows = table.filter(pa.array(~bulk)), table
     if rest.num_rows:  # (a long run's batch is only triggers and completions: not copied by a filter)
-        rows, kinds = table.filter(bulk), kinds.filter(bulk)
+        rows, side = table.filter(pa.array(bulk)), side[bulk]
     rest = rest.drop_columns([f"c_{key}" for key in CAPTURED])  # (bundle: _reduce_rest)
 
     def capture(key: str):
@@ -251,7 +252,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     columns = pa.table(
         {
             "metric": pa.DictionaryArray.from_arrays(rows.column("metric").combine_chunks(), [m.id for m in metrics]),
-            "kind": pc.dictionary_encode(kinds),
+            "kind": pa.DictionaryArray.from_arrays(pa.array(side, pa.int32()), list(COLUMNAR)),
             "job": pc.dictionary_encode(job),
             "checkpoint": _numbers(capture("checkpoint"), pa.int64(), int),
             "time": rows.column("time"),
@@ -573,7 +574,7 @@ def _read_batches(
     rests: list | None = [] if groups is None or many is None else None
     held = carried = 0  # rows of other kinds held, of which the groups' winners so far
     pool = pa.default_memory_pool()
-    for n, (start, batch) in enumerate(texts.batches(columns, BATCH, groups)):
+    for n, (start, batch) in enumerate(_ahead(texts.batches(columns, BATCH, groups))):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         table = pa.Table.from_batches([batch]).add_column(at, "line", rows)
         if many is None:
@@ -602,6 +603,20 @@ def _read_batches(
         rests.append(_split_columnar(empty, *known)[0])
     rest = pa.concat_tables(rests)
     return (_reduce_rest(rest, metrics) if keyed else rest), many
+
+
+def _ahead(items: Iterator[_Item]) -> Iterator[_Item]:
+    """`items` in order, the next one made by a thread while the caller works on this one: Parquet's decoding
+    of the next batch (which lets go of the GIL) overlaps the split of this one (Arrow's and numpy's kernels),
+    on a second core that Spark leaves idle meanwhile. One item ahead: one more batch held."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    end = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="flinkdoctor-read-ahead") as reader:
+        coming = reader.submit(next, items, end)
+        while (item := coming.result()) is not end:  # (an error reading is raised here)
+            coming = reader.submit(next, items, end)
+            yield item  # type: ignore[misc]
 
 
 def _others(table, sides, schema):
