@@ -611,12 +611,17 @@ def _ahead(items: Iterator[_Item]) -> Iterator[_Item]:
     on a second core that Spark leaves idle meanwhile. One item ahead: one more batch held."""
     from concurrent.futures import ThreadPoolExecutor
 
-    end = object()
+    def following() -> tuple[_Item] | tuple[()]:
+        """The next item as a 1-tuple, () past the last."""
+        for item in items:
+            return (item,)
+        return ()
+
     with ThreadPoolExecutor(1, thread_name_prefix="flinkdoctor-read-ahead") as reader:
-        coming = reader.submit(next, items, end)
-        while (item := coming.result()) is not end:  # (an error reading is raised here)
-            coming = reader.submit(next, items, end)
-            yield item  # type: ignore[misc]
+        coming = reader.submit(following)
+        while got := coming.result():  # (an error reading is raised here)
+            coming = reader.submit(following)
+            yield got[0]
 
 
 def _others(table, sides, schema):
