@@ -1208,6 +1208,77 @@ def test_a_window_cut_follows_the_captured_job_not_the_events_own(tmp_path, monk
 
 
 @pytest.mark.unit
+def test_other_kinds_are_decoded_only_from_the_row_groups_holding_them(tmp_path, monkeypatch):
+    """Past WINDOW_ROWS the rows of kinds other than triggers and completions are read in a pass of their own
+    before the windows: only the row groups that hold any are decoded (a session cluster's file holds none, and
+    its every row was decoded for nothing), and the rows are those a read of the whole file gives."""
+    import types
+    from functools import partial
+
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    monkeypatch.setattr(m, "BATCH", 53)
+    measures = _expiring_jobs(8)
+    file = _measures_file(measures, number)
+    pq.write_table(file, tmp_path / "part-00000.parquet", row_group_size=120)
+    source = partial(types.SimpleNamespace, host=None, fixed_line=None, line_map=None, line_offset=0)
+    manifest = types.SimpleNamespace(sources=[source(id=s) for s in {x.sid for x in measures}])
+    sides = m._sides(known)
+    texts = m.Texts(fs.LocalFileSystem(), str(tmp_path))
+    holding = [
+        g
+        for g, (part, index) in enumerate(texts.groups)
+        if (sides[part.read_row_group(index, columns=["metric"]).column(0).to_numpy()] < 0).any()
+    ]
+    assert 0 < len(holding) < len(texts.groups)  # (the expiries: in a few row groups of many)
+    read: list = []
+    batches = m.Texts.batches
+
+    def spied(self, columns, size, groups=None):
+        read.append((tuple(columns), groups))
+        return batches(self, columns, size, groups)
+
+    monkeypatch.setattr(m.Texts, "batches", spied)
+    monkeypatch.setattr(m, "WINDOW_ROWS", 500)
+    rest, windows = m._read_split(texts, known, {}, manifest)
+    assert isinstance(windows, m.Windows) and [groups for _, groups in read] == [holding]  # (the rest's pass)
+    monkeypatch.setattr(m, "WINDOW_ROWS", 10**6)
+    whole, _ = m._read_split(texts, known, {}, manifest)
+    assert rest.to_pylist() == whole.to_pylist() and rest.num_rows == 8
+
+
+@pytest.mark.unit
+def test_read_ahead_keeps_the_order_and_raises_the_readers_error():
+    """The next batch is read by a thread while this one is split (metrics._ahead): the batches come in their
+    order, an error reading one is raised to the caller, and a caller that stops early leaves no thread."""
+    import threading
+
+    from flinkdoctor.analytics.metrics import _ahead
+
+    assert list(_ahead(iter(range(1000)))) == list(range(1000))
+    assert list(_ahead(iter([]))) == []
+
+    def failing():
+        yield 1
+        raise OSError("the measures' file went away")
+
+    got = []
+    with pytest.raises(OSError, match="went away"):
+        for item in _ahead(failing()):
+            got.append(item)
+    assert got == [1]
+    early = _ahead(iter(range(10)))
+    assert next(early) == 0
+    early.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("flinkdoctor-read-ahead")]
+
+
+@pytest.mark.unit
 def test_checkpoints_each_read_once_are_kept_without_their_groups_keys(tmp_path, monkeypatch):
     """The triggers and completions written unreduced with their groups' keys (bundle, number as written, file
     order), two jobs' checkpoints each once: the driver holds no key (a long run's keys would double its

@@ -495,9 +495,15 @@ class Bulk:
             self.texts,
             self.pending,
             place,
-            [*c.hosts, None],
+            self._hosts,
             **more,
         )
+
+    @cached_property
+    def _hosts(self) -> list[str | None]:
+        """The hosts by code, None last (code -1: none): one list every job's Completed shares (a session
+        cluster's 100,000 jobs would each copy it)."""
+        return [*self.columns.hosts, None]
 
     @cached_property
     def _numbered(self) -> tuple:

@@ -474,10 +474,13 @@ class Builder:
         shared = {}
         for side, size in (("t", self._filled[0]), ("c", self._filled[1])):
             job, number = self._held[f"{side}_job"].view(size), self._held[f"{side}_number"].view(size)
-            order = np.lexsort((number, job))
+            # (a long run's rows come in that order already: no sort index of their size)
+            ordered = _ordered(lambda rows, job=job, number=number: (number[rows], job[rows]), size)
+            order = None if ordered else np.lexsort((number, job))
             twice = np.zeros(size, dtype=np.bool_)
             for start in range(0, max(size - 1, 0), ORDER_STEP):  # (neighbours in that order, a slice at a time)
-                at = order[start : min(start + ORDER_STEP, size - 1) + 1]
+                end = min(start + ORDER_STEP, size - 1) + 1
+                at = np.arange(start, end) if order is None else order[start:end]
                 same = np.diff(job[at]) == 0
                 same &= np.diff(number[at]) == 0
                 twice[at[1:][same]] = True

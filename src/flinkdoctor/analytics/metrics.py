@@ -9,12 +9,12 @@ line per checkpoint.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import RuleError
 from ..knowledge.regexes import checked
@@ -25,6 +25,7 @@ from ..scan.measured import MeasuredRows, times_left
 from ..sources.ingest import Manifest
 
 METRICS_FILE = "knowledge/metrics.yaml"
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -217,12 +218,13 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    kinds = pa.array([m.measures for m in metrics]).take(table.column("metric"))
-    bulk = pc.is_in(kinds, pa.array(COLUMNAR))
+    side = _sides(metrics)[table.column("metric").to_numpy()]  # (no string made per row for its kind)
+    bulk = side >= 0
     grouped = "bundle" in table.schema.names  # (the file's rows are not reduced yet: the keys go along)
-    rest = table.filter(pc.invert(bulk)).drop_columns([f"c_{key}" for key in CAPTURED])  # (bundle: _reduce_rest)
-    rows = table.filter(bulk)
-    kinds = kinds.filter(bulk)
+    rest, rows = table.filter(pa.array(~bulk)), table
+    if rest.num_rows:  # (a long run's batch is only triggers and completions: not copied by a filter)
+        rows, side = table.filter(pa.array(bulk)), side[bulk]
+    rest = rest.drop_columns([f"c_{key}" for key in CAPTURED])  # (bundle: _reduce_rest)
 
     def capture(key: str):
         return rows.column(f"c_{key}")
@@ -250,7 +252,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     columns = pa.table(
         {
             "metric": pa.DictionaryArray.from_arrays(rows.column("metric").combine_chunks(), [m.id for m in metrics]),
-            "kind": pc.dictionary_encode(kinds),
+            "kind": pa.DictionaryArray.from_arrays(pa.array(side, pa.int32()), list(COLUMNAR)),
             "job": pc.dictionary_encode(job),
             "checkpoint": _numbers(capture("checkpoint"), pa.int64(), int),
             "time": rows.column("time"),
@@ -372,7 +374,8 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
     keyed = "bundle" in schema.names
     if len(plan.windows) > 1:
         own = [c for c in columns if not c.startswith("c_")]  # (the triggers' and completions' captures: not read)
-        return _read_batches(texts, own, at, known, None, keyed)[0], Windows(texts, known, plan)
+        rest = _read_batches(texts, own, at, known, None, keyed, plan.others)[0]  # (the groups holding any)
+        return rest, Windows(texts, known, plan)
     return _read_columns(texts, known, plan.sizes, None, keyed)
 
 
@@ -414,6 +417,7 @@ class Plan:
     sizes: tuple[int, int]  # triggers, completions in the file
     windows: list[tuple[list[int], tuple[int, int]]]  # (row groups, their triggers and completions)
     jobs: set[str] = field(default_factory=set)  # the jobs of the triggers and completions (several windows)
+    others: list[int] = field(default_factory=list)  # the row groups holding rows of other kinds
 
     @staticmethod
     def of(texts: Texts, metrics: tuple[Metric, ...]) -> Plan:
@@ -421,13 +425,15 @@ class Plan:
 
         sides = _sides(metrics)
         counts = np.zeros((len(texts.groups), 2), dtype=np.int64)  # per row group its triggers, completions
+        others = []
         for g, (file, index) in enumerate(texts.groups):
             side = sides[file.read_row_group(index, columns=["metric"]).column(0).to_numpy()]
             counts[g] = np.count_nonzero(side == 0), np.count_nonzero(side == 1)
+            others += [g] if counts[g].sum() < len(side) else []
         sizes = (int(counts[:, 0].sum()), int(counts[:, 1].sum()))
         held = [g for g in range(len(counts)) if counts[g].any()]
         if sum(sizes) <= WINDOW_ROWS:
-            return Plan(sizes, [(held, sizes)])
+            return Plan(sizes, [(held, sizes)], others=others)
         spans, jobs = _job_spans(texts, sides, held)
         open_after = np.zeros(len(counts) + 1, dtype=np.int64)  # jobs with rows up to each row group and after it
         np.add.at(open_after, [first for first, _ in spans.values()], 1)
@@ -442,7 +448,7 @@ class Plan:
             if g == held[-1] or (rows >= WINDOW_ROWS and not open_after[g]):
                 windows.append((current, (int(counts[current, 0].sum()), int(counts[current, 1].sum()))))
                 current, rows = [], 0
-        return Plan(sizes, windows, jobs)
+        return Plan(sizes, windows, jobs, others)
 
 
 def _job_spans(texts: Texts, sides, held: list[int]) -> tuple[dict[str, tuple[int, int]], set[str]]:
@@ -554,9 +560,10 @@ def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict, groups
 def _read_batches(
     texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool, groups: list[int] | None = None
 ):
-    """(the rows of other kinds, reduced, or None when only the row groups `groups` are read; `many` with the
-    triggers and completions of every batch added). `many` None: the other kinds' rows only (`columns` without
-    the triggers' and completions' captures, which are not decoded)."""
+    """(the rows of other kinds, reduced, or None when only the row groups `groups` of a window are read; `many`
+    with the triggers and completions of every batch added). `many` None: the other kinds' rows only (`columns`
+    without the triggers' and completions' captures, which are not decoded), of the row groups `groups` (those
+    Plan found holding any: a session cluster's file has none, and its every row would be decoded for them)."""
     import numpy as np
     import pyarrow as pa
 
@@ -564,10 +571,10 @@ def _read_batches(
 
     metrics = known[0]
     sides, schema = _sides(metrics), texts.files[0].schema_arrow
-    rests: list | None = [] if groups is None else None
+    rests: list | None = [] if groups is None or many is None else None
     held = carried = 0  # rows of other kinds held, of which the groups' winners so far
     pool = pa.default_memory_pool()
-    for n, (start, batch) in enumerate(texts.batches(columns, BATCH, groups)):
+    for n, (start, batch) in enumerate(_ahead(texts.batches(columns, BATCH, groups))):
         rows = pa.array(np.arange(start, start + batch.num_rows, dtype=np.int64))
         table = pa.Table.from_batches([batch]).add_column(at, "line", rows)
         if many is None:
@@ -596,6 +603,25 @@ def _read_batches(
         rests.append(_split_columnar(empty, *known)[0])
     rest = pa.concat_tables(rests)
     return (_reduce_rest(rest, metrics) if keyed else rest), many
+
+
+def _ahead(items: Iterator[_Item]) -> Iterator[_Item]:
+    """`items` in order, the next one made by a thread while the caller works on this one: Parquet's decoding
+    of the next batch (which lets go of the GIL) overlaps the split of this one (Arrow's and numpy's kernels),
+    on a second core that Spark leaves idle meanwhile. One item ahead: one more batch held."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def following() -> tuple[_Item] | tuple[()]:
+        """The next item as a 1-tuple, () past the last."""
+        for item in items:
+            return (item,)
+        return ()
+
+    with ThreadPoolExecutor(1, thread_name_prefix="flinkdoctor-read-ahead") as reader:
+        coming = reader.submit(following)
+        while got := coming.result():  # (an error reading is raised here)
+            coming = reader.submit(following)
+            yield got[0]
 
 
 def _others(table, sides, schema):
