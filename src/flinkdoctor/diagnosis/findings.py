@@ -325,20 +325,16 @@ def detail_findings(events: DataFrame, blocks: Blocks, manifest: Manifest, rows:
 
 
 def chosen_events_of(events: DataFrame, rows: list[Keys]) -> DataFrame:
-    """The events of the chosen rows (sid, block, first_rel): their ranges' files only (_ranges_of), then the rows,
-    spread over the shuffle's partitions by their keys. The earliest and latest events lie in the first and last
-    files, which Spark may read in one task: lab 1 GiB's two tasks held 5,837 and 363 of its 6,200 chosen events,
-    so one core ran all the entities' regexes and the rows' conversion while the other idled. (The rows come back
-    in no particular order: their readers order them by time and place.)"""
+    """The events of the chosen rows (sid, block, first_rel): their ranges' files only (_ranges_of), then the rows."""
     from pyspark.sql import functions as F
 
     keys = ["sid", "block", "first_rel"]
-    spark = events.sparkSession
     chosen = keys_frame(
-        spark, sorted({tuple(int(row[k]) for k in keys) for row in rows}), "sid int, block long, first_rel long"
+        events.sparkSession,
+        sorted({tuple(int(row[k]) for k in keys) for row in rows}),
+        "sid int, block long, first_rel long",
     )
-    spread = int(spark.conf.get("spark.sql.shuffle.partitions") or 1)
-    return events.where(_ranges_of(rows)).join(F.broadcast(chosen), keys, "left_semi").repartition(spread, *keys)
+    return events.where(_ranges_of(rows)).join(F.broadcast(chosen), keys, "left_semi")
 
 
 ARROW_TYPES = {"int": "int32", "long": "int64", "string": "string"}
@@ -424,9 +420,9 @@ def _in_detail(
     the regexes over an event of the catalogue alone were for nothing), and each match's and hit's line, from the
     event's lines split once (split per item, a lab bundle's 16,500 chosen items split their events' whole texts
     again and again: a second of the lap). Only the matches in `rules` and the hits in `entries` when given (the
-    chosen instances), else all. The rows come over Arrow, converted in Spark's tasks, not pickled row by row in
-    the driver's JVM and unpickled into Rows (lab 1 GiB's 6,200 chosen events, 50 MB of text: _events_of);
-    each item is given back as a SimpleNamespace."""
+    chosen instances), else all. Each event is read as a dict and each item unpacked as the tuple it is, and
+    given back as a SimpleNamespace: a Row's attribute looks its name up in a list of them, which was a fifth of
+    this function and of _findings' and _hits_of's reads on the 6,200 events a lab bundle chooses."""
     from pyspark.sql import functions as F
 
     def line(item: Column) -> Column:
@@ -440,7 +436,7 @@ def _in_detail(
         "bundle",
         "block",
         "first_rel",
-        F.unix_micros("time").alias("time"),
+        "time",
         "host",
         "level",
         *[entity.alias(name) for entity, name in zip(entities, ENTITIES, strict=True)],
@@ -459,33 +455,22 @@ def _in_detail(
             "entries",
             lambda e: F.struct(e["entry"].alias("entry"), e["idx"].alias("idx"), line(e).alias("line_text")),
         ).alias("entries"),
-    )
+    ).collect()
     matches, hits = [], []
-    for event in _events_of(detailed):
+    for row in detailed:
+        event = row.asDict()
         key = (event["sid"], event["block"], event["first_rel"])
         common = {name: event[name] for name in _COMMON}
-        for match in event["matches"] or ():
-            if rules is None or (*key, match["rule"]) in rules:
+        for rule, captures, idx, line_text in event["matches"] or ():
+            if rules is None or (*key, rule) in rules:
                 found = {name: event[name] for name in ENTITIES}
-                captures = dict(match["captures"]) if match["captures"] is not None else None
-                matches.append(SimpleNamespace(**common, **found, **{**match, "captures": captures}))
-        for hit in event["entries"] or ():
-            if entries is None or (*key, hit["entry"]) in entries:
-                hits.append(SimpleNamespace(**common, **hit))
+                matches.append(
+                    SimpleNamespace(**common, **found, rule=rule, captures=captures, idx=idx, line_text=line_text)
+                )
+        for entry, idx, line_text in event["entries"] or ():
+            if entries is None or (*key, entry) in entries:
+                hits.append(SimpleNamespace(**common, entry=entry, idx=idx, line_text=line_text))
     return matches, hits
-
-
-def _events_of(detailed: DataFrame) -> list[dict[str, Any]]:
-    """_in_detail's rows as dicts, over Arrow; `time` (microseconds, as unix_micros gives it) as collect() gives a
-    timestamp: a naive datetime in the process's local time (TimestampType.fromInternal), so a report is the
-    same whichever way its rows came."""
-    from pyspark.sql.types import TimestampType
-
-    to_time = TimestampType().fromInternal
-    rows: list[dict[str, Any]] = detailed.toArrow().to_pylist()
-    for row in rows:
-        row["time"] = None if row["time"] is None else to_time(row["time"])
-    return rows
 
 
 _COMMON = ("sid", "bundle", "block", "first_rel", "time", "host", "level", "event_lines", "event_text")
