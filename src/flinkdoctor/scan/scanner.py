@@ -1045,8 +1045,6 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
     none = pa.scalar(None, pa.string())
 
     def field(name: str) -> pa.Array:  # the group's value where it is not empty and the event has a header
-        if name == "msg":
-            return _rest(heads, found.field(PREFIX))
         if name not in names:
             return pa.nulls(n, pa.string())
         values = found.field(name)
@@ -1057,8 +1055,7 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
     columns["logger"] = pc.if_else(
         has_header, pc.coalesce(field("logger"), pa.scalar(layout.fixed_logger, pa.string())), none
     )
-    message = field("msg")
-    columns["message"] = pc.if_else(pc.and_kleene(has_header, pc.not_equal(message, "")), message, heads)
+    columns["message"] = _message(heads, found.field(PREFIX), headerless)
     uptime = field("uptime")
     at = np.flatnonzero(uptime.is_valid().to_numpy(zero_copy_only=False))
     if len(at):  # as Python's float() reads them (digits of any script too)
@@ -1102,8 +1099,11 @@ def _header_prefix(header: str) -> str | None:
     return prefix if re2_regex(prefix) is not None else None
 
 
-def _rest(heads: pa.Array, prefix: pa.Array) -> pa.Array:
-    """The rest of each line after its prefix (null where the prefix did not match)."""
+def _message(heads: pa.Array, prefix: pa.Array, headerless: Flags) -> pa.Array:
+    """Per event, its message: the rest of its first line after the header's fields (`prefix`, as the extraction
+    gives them: empty where the layout's regex does not match) where it has a header and that rest is not empty,
+    else the whole line; null where it has a header and `prefix` is null. Cut from the lines' bytes where they
+    are, once (not cut, then chosen by two passes over every message's bytes)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1111,9 +1111,16 @@ def _rest(heads: pa.Array, prefix: pa.Array) -> pa.Array:
     heads = heads.cast(pa.large_string())
     offsets = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset : heads.offset + len(heads) + 1]
     length = pc.fill_null(pc.binary_length(prefix), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    data = heads.buffers()[2] or pa.py_buffer(b"")
-    rest = spans(data, offsets[:-1] + length, offsets[1:])
-    return pc.if_else(prefix.is_valid(), rest, pa.scalar(None, pa.string()))
+    header = ~np.asarray(headerless, dtype=bool)
+    matched = prefix.is_valid().to_numpy(zero_copy_only=False)
+    rest = header & matched & (offsets[:-1] + length < offsets[1:])  # (a header's fields match from its start)
+    message = spans(heads.buffers()[2] or pa.py_buffer(b""), offsets[:-1] + np.where(rest, length, 0), offsets[1:])
+    unmatched = header & ~matched
+    if heads.null_count:
+        unmatched |= ~heads.is_valid().to_numpy(zero_copy_only=False)
+    if not unmatched.any():
+        return message
+    return pc.if_else(pa.array(unmatched), pa.scalar(None, pa.string()), message)
 
 
 def _header_fields_python(part: Part, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
