@@ -30,7 +30,7 @@ from __future__ import annotations
 import gc
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cache
@@ -594,18 +594,36 @@ class _Events:
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
         is matched on a line that is no frame (catalogue.entry_hits), and frames are most of a trace's bytes."""
+        lines, of, top = self._event_lines(events, capped)
+        frame = _tab_at(self.data, self.starts[lines], top)
+        return lines[~frame], events[of[~frame]]
+
+    def _framed(self, events: Positions, capped: Positions) -> Flags:
+        """Per event, whether one of its lines (up to `capped`) is a stack frame that names something: `\tat ` and
+        a printable ASCII character, which TRACE's `^\\s*at\\s+\\S` matches in its text where masking did not
+        change it. Nearly every traced event holds one: RE2 reads only the others' text (_entry_hits)."""
+        import numpy as np
+
+        lines, of, top = self._event_lines(events, capped)
+        at = self.starts[lines]
+        name = self.data[np.minimum(at + 4, top)]
+        framed = np.zeros(len(events), dtype=bool)
+        framed[of[_tab_at(self.data, at, top) & (name > 32) & (name < 127)]] = True
+        return framed
+
+    def _event_lines(self, events: Positions, capped: Positions) -> tuple[Positions, Positions, int | Positions]:
+        """The lines of `events` (up to `capped`), the position in `events` of each one's event, and per line the
+        last byte that may be read from its start (its file's last: no byte of the next file joined after it)."""
         import numpy as np
 
         first = self.first[events]
         count = capped[events] - first + 1
-        owner = np.repeat(events, count)
+        of = np.repeat(np.arange(len(events)), count)
         lines = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()), dtype=np.int64)
-        at = self.starts[lines]
         top: int | Positions = len(self.data) - 1  # no byte past the file's last is read
         if self.files is not None:
             top = np.append(self.files.offsets[1:], len(self.data))[self.files.of_line[lines]] - 1
-        frame = _tab_at(self.data, at, top)
-        return lines[~frame], owner[~frame]
+        return lines, of, top
 
     def _batch(
         self,
@@ -634,7 +652,17 @@ class _Events:
         fields = _header_fields(part, text, headerless)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
-        entry_hits = _entry_hits(matcher, text, masked, keep, entries, level, headerless | ~self.header[first], part)
+        entry_hits = _entry_hits(
+            matcher,
+            text,
+            masked,
+            keep,
+            entries,
+            level,
+            headerless | ~self.header[first],
+            part,
+            lambda rows: self._framed(keep[rows], capped),
+        )
         batch = pa.RecordBatch.from_arrays(
             [
                 *self._source_columns(first),
@@ -727,11 +755,13 @@ def _entry_hits(
     level: pa.Array,
     headerless: Flags,
     part: Part,
+    framed: Callable[[Positions], Flags],
 ) -> pa.ListArray:
     """Per row, the catalogue entries it matches on a line that is no stack frame (entry id, line index), when
     the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
-    holding an exception or a stack frame (catalogue.py). The lines' hits were found on the part's lines
-    (Candidates.hits); a row whose text masking changed is matched again on its masked text."""
+    holding an exception or a stack frame (catalogue.py; `framed`: per row, whether its bytes hold a frame TRACE
+    matches). The lines' hits were found on the part's lines (Candidates.hits); a row whose text masking changed
+    is matched again on its masked text."""
     import numpy as np
     import pyarrow as pa
 
@@ -747,10 +777,15 @@ def _entry_hits(
         return _sparse_lists(len(keep), out, _entries_type())
     warn = _warned(level.take(pa.array(rows)))
     evident = warn.to_numpy(zero_copy_only=False) | headerless[rows] | (not layout_by_id(part.layout).timed)
-    # the rest holds a trace or not: RE2 over their texts at once (a stack trace's text is most of a part's kept
-    # bytes, and turning it into Python strings cost more than the search); the masked ones' text is read
+    # the rest holds a trace or not: a frame in its bytes, else RE2 over their texts at once (a stack trace's text
+    # is most of a part's kept bytes, and turning it into Python strings cost more than the search); the masked
+    # ones' text is read
     unknown = rows[~evident & ~masked[rows]]
-    traced = set(unknown[matching(text.take(pa.array(unknown)), TRACE.pattern)].tolist()) if len(unknown) else set()
+    by_frame = framed(unknown) if len(unknown) else np.zeros(0, dtype=bool)
+    traced = set(unknown[by_frame].tolist())
+    if not by_frame.all():
+        rest = unknown[~by_frame]
+        traced.update(rest[matching(text.take(pa.array(rest)), TRACE.pattern)].tolist())
     again = rows[masked[rows]]
     texts = dict(zip(again.tolist(), text.take(pa.array(again, pa.int64())).to_pylist(), strict=True))
     for row, known in zip(rows.tolist(), evident.tolist(), strict=True):
