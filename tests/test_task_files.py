@@ -90,7 +90,7 @@ def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
     batches, rows, work, spec = scanned
     assert rows and batches
     assert {"first_rel", "last_rel", "ts", "time"} <= scanner.PLAIN_COLUMNS  # (a line number, a time: distinct)
-    kept = [scanner._events_rows(batch) for batch in batches]  # (test below)
+    kept = [scanner._events_rows(batch, True) for batch in batches]  # (test below)
     events = pa.Table.from_batches([with_time(batch, "flink-log4j2", spec) for batch in kept])
     assert events.column("time").null_count < events.num_rows // 2  # (the times the task read: test_event_times)
     for path, plain, expected in (
@@ -186,7 +186,7 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
     batch = pa.Table.from_batches(scanned[0]).combine_chunks().to_batches()[0]
     rows = batch.to_pylist()
     only = next(
-        i for i, r in enumerate(rows) if r["measures"] and scanner._events_rows(batch.slice(i, 1)).num_rows == 0
+        i for i, r in enumerate(rows) if r["measures"] and scanner._events_rows(batch.slice(i, 1), True).num_rows == 0
     )
     matched = next(r["matches"] for r in rows if r["matches"])
     entries = next(r["entries"] for r in rows if r["entries"])
@@ -201,5 +201,9 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
     }
     for name, changed in variants.items():
         variant = pa.RecordBatch.from_pylist([{**row, **changed}], schema=batch.schema)
-        assert scanner._events_rows(variant).num_rows == 1, name
-    assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema)).num_rows == 0
+        assert scanner._events_rows(variant, True).num_rows == 1, name
+    assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema), True).num_rows == 0
+    # a candidate nothing matched (left in the batch for this one filter: scan_part's `unmatched`) is dropped
+    # when a matcher decided the batch, and kept when none did
+    unmatched = pa.RecordBatch.from_pylist([{**row, "measures": []}], schema=batch.schema)
+    assert scanner._events_rows(unmatched, True).num_rows == 0 and scanner._events_rows(unmatched, False).num_rows == 1

@@ -172,24 +172,28 @@ def run(
                 nullcontext() if measured is None else MeasuresFile(measured, task) as rows,
             ):
                 for joined in _joinable(parts):  # (one layout each)
-                    for out in scan_parts(joined, prefilter, matcher):
+                    # with measured rows, the events' file leaves out the unmatched candidates with the
+                    # measure-only events, in one filter of the batch (_events_rows), not one filter each
+                    for out in scan_parts(joined, prefilter, matcher, unmatched=rows is not None):
                         if isinstance(out, PartStats):
                             stats.append(out)
                         elif rows is None:
                             written.write(out, joined[0].layout)
                         else:
                             rows.write(out, joined[0].layout)
-                            written.write(_events_rows(out), joined[0].layout)
+                            written.write(_events_rows(out, matcher is not None), joined[0].layout)
             yield _stats(stats, time.process_time() - started)
 
 
-def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+def _events_rows(batch: pa.RecordBatch, decided: bool) -> pa.RecordBatch:
     """The batch without its measure-only events: one line, measured, but matching no rule and no catalogue entry,
     below WARN level and standing for no group of repeated warnings. Nothing reads their events row: the analytics,
     the fleet's log spans and the few measures read their measured rows (measured.py), the findings read matches
     and catalogue hits, the unexplained errors the WARN+ events. A long run's JobManager log is mostly such lines,
     a trigger and a completion per checkpoint: each written once, not twice. An event of more lines keeps its row:
-    its other lines are in no measured row (a start-up block of configuration lines and the script's own)."""
+    its other lines are in no measured row (a start-up block of configuration lines and the script's own).
+    `decided`: a matcher decided the batch's candidates (scan_parts' `unmatched`): those it matched nothing on
+    are left out too (_matched)."""
     import pyarrow.compute as pc
 
     def empty(column: str) -> pa.Array:
@@ -203,9 +207,21 @@ def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
             pc.equal(batch.column("last_rel"), batch.column("first_rel")),
         ),
     )
-    if not pc.any(measure_only).as_py():
+    dropped = pc.or_(measure_only, pc.invert(_matched(batch))) if decided else measure_only
+    if not pc.any(dropped).as_py():
         return batch
-    return batch.filter(pc.invert(measure_only))
+    return batch.filter(pc.invert(dropped))
+
+
+def _matched(batch: pa.RecordBatch) -> pa.Array:
+    """Per row, whether its event matched something: a rule, a metric, a catalogue entry, or WARN level or above
+    (a candidate of the pass that nothing matched is not kept)."""
+    import pyarrow.compute as pc
+
+    def some(column: str) -> pa.Array:
+        return pc.greater(pc.list_value_length(batch.column(column)), 0)
+
+    return pc.or_(pc.or_(some("matches"), some("measures")), pc.or_(some("entries"), _warned(batch.column("level"))))
 
 
 @contextmanager
@@ -265,15 +281,16 @@ def _joinable(parts: list[Part]) -> list[list[Part]]:
 
 
 def scan_parts(
-    parts: Sequence[Part], prefilter: Prefilter, matcher: Matcher | None = None
+    parts: Sequence[Part], prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False
 ) -> Iterator[pa.RecordBatch | PartStats]:
     """What scan_part gives for each of the parts, from one scan of them joined: whole files of one layout and
     kind (_joinable). Each event keeps its own file's source, line numbers and header fields; no match, event,
-    stack frame or group of repeated warnings runs from one file into the next. Then each part's PartStats."""
+    stack frame or group of repeated warnings runs from one file into the next. Then each part's PartStats.
+    `unmatched`: as scan_part's."""
     import numpy as np
 
     if len(parts) == 1:
-        yield from scan_part(parts[0], prefilter, matcher)
+        yield from scan_part(parts[0], prefilter, matcher, unmatched)
         return
     part = parts[0]
     sizes = np.array([p.size for p in parts], dtype=np.int64)
@@ -308,7 +325,7 @@ def scan_parts(
         files = _Files(parts, offsets, of_line)
         events = _Events(part, data, starts, np.ones(len(starts), dtype=bool), piece, crlf, files)
         counts = {key: zero.copy() for key in counts}
-        for batch in events.kept(prefilter, matcher):
+        for batch in events.kept(prefilter, matcher, unmatched):
             at = files.index_of(batch.column("sid").to_numpy())
             for key, column in (("matched", "matches"), ("measured", "measures"), ("catalogued", "entries")):
                 length = pc.list_value_length(batch.column(column)).to_numpy(zero_copy_only=False)
@@ -329,8 +346,12 @@ def scan_parts(
         )
 
 
-def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator[pa.RecordBatch | PartStats]:
-    """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats."""
+def scan_part(
+    part: Part, prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False
+) -> Iterator[pa.RecordBatch | PartStats]:
+    """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats. `unmatched`: the candidates
+    the matcher matched nothing on are left in the batches, for the caller to leave out (_matched); they count
+    nothing."""
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
@@ -352,7 +373,7 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
 
     events = _Events(part, data, starts, owned, piece, crlf)
     matched = measured = warned = catalogued = 0
-    for batch in events.kept(prefilter, matcher):
+    for batch in events.kept(prefilter, matcher, unmatched):
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
         measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
         catalogued += pc.sum(pc.list_value_length(batch.column("entries"))).as_py() or 0
@@ -458,8 +479,9 @@ class _Events:
             orphan[of_event[at]] = self.rel[self.last[at]]
         return orphan, events
 
-    def kept(self, prefilter: Prefilter, matcher: Matcher | None) -> Iterator[pa.RecordBatch]:
-        """Events some signature could match, and events at WARN level or above, with their text."""
+    def kept(self, prefilter: Prefilter, matcher: Matcher | None, unmatched: bool) -> Iterator[pa.RecordBatch]:
+        """Events some signature could match, and events at WARN level or above, with their text (`unmatched`: as
+        scan_part's)."""
         import numpy as np
 
         if not len(self.first):
@@ -494,7 +516,7 @@ class _Events:
             rows[part] = np.arange(len(part))
             here = _within(found, part[0], part[-1])
             tried_here = here if tried is found else _within(tried, part[0], part[-1])
-            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable)
+            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable, unmatched)
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -636,6 +658,7 @@ class _Events:
         entries: Candidates,
         repeats: dict[int, int],
         maskable: Flags | None,
+        unmatched: bool,
     ) -> pa.RecordBatch:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -680,16 +703,10 @@ class _Events:
             ],
             schema=_schema(),
         )
-        needed = pc.or_(
-            pc.or_(pc.greater(pc.list_value_length(matches), 0), pc.greater(pc.list_value_length(measured), 0)),
-            pc.or_(
-                pc.greater(pc.list_value_length(entry_hits), 0),
-                _warned(level),
-            ),
-        )
-        if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
+        if matcher is None or unmatched:  # without a matcher nothing is decided: every candidate
             return batch
-        return batch.filter(needed)  # a candidate nothing matched is not kept
+        needed = _matched(batch)
+        return batch if pc.all(needed).as_py() else batch.filter(needed)  # a candidate nothing matched is not kept
 
     def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The byte span of each event's text (up to its `capped` line): only the kept events' are worked out, not
