@@ -207,3 +207,46 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
     # when a matcher decided the batch, and kept when none did
     unmatched = pa.RecordBatch.from_pylist([{**row, "measures": []}], schema=batch.schema)
     assert scanner._events_rows(unmatched, True).num_rows == 0 and scanner._events_rows(unmatched, False).num_rows == 1
+
+
+def test_candidates_nothing_matched_are_left_out_of_the_events_file(rules, tmp_path):
+    """A lab TaskManager log whose pass finds candidates nothing then matches (a stack trace holding a rule's
+    words, not its regex): the task leaves them in its batches for the events' file's one filter (scan_part's
+    `unmatched`), which writes the rows scan_part keeps, less the measure-only ones; its measured rows are those
+    of scan_part's batches."""
+    import dataclasses
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.analytics.metrics import load_metrics, measured_rows
+    from flinkdoctor.scan import scanner
+    from flinkdoctor.scan.events import SPLIT_BYTES, plan
+    from flinkdoctor.scan.matcher import build_matcher
+    from flinkdoctor.scan.measured import flat_rows
+    from flinkdoctor.scan.times import with_time
+    from flinkdoctor.sources.ingest import ingest
+
+    with tarfile.open(DATA / "lab" / "1.20.3" / "network-buffers.tar.gz") as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith("flink-root-taskexecutor-0-vm.log"))
+        log = tmp_path / "taskmanager.log"
+        log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+    metrics = load_metrics()
+    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
+    tasks = plan(ingest([log], tmp_path / "in").text_sources, SPLIT_BYTES)
+    spec = dataclasses.replace(measured_rows(metrics), out_dir=str(tmp_path / "measures"))
+    (tmp_path / "measures").mkdir()
+    (tmp_path / "events").mkdir()
+    ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
+    list(scanner.run(iter([ids]), scanner.part_rows(tasks), matcher.prefilter, str(tmp_path / "events"), matcher, spec))
+
+    def batches(unmatched: bool) -> list[pa.RecordBatch]:
+        found = [scanner.scan_part(part, matcher.prefilter, matcher, unmatched) for part in tasks[0]]
+        return [out for outs in found for out in outs if not isinstance(out, scanner.PartStats)]
+
+    kept, every = batches(False), batches(True)
+    assert sum(b.num_rows for b in every) > sum(b.num_rows for b in kept)  # (the candidates nothing matched)
+    events = pa.Table.from_batches([with_time(scanner._events_rows(b, False), "flink-log4j2", spec) for b in kept])
+    assert pq.read_table(tmp_path / "events" / "part-00000.parquet").to_pylist() == events.to_pylist()
+    rows = pa.concat_tables([r for b in kept if (r := flat_rows(b, spec, "flink-log4j2")[0]) is not None])
+    assert pq.read_table(tmp_path / "measures" / "part-00000.parquet").to_pylist() == rows.to_pylist()
