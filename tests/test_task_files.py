@@ -14,10 +14,9 @@ from conftest import DATA
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture(scope="module")
-def scanned(rules, tmp_path_factory):
-    """A real lab JobManager log (checkpoints measured, a failure matched) scanned as one task: its events' batches,
-    its measured rows, and the folders the task wrote them to."""
+def _task(rules, work: Path, bundle: str, log_name: str):
+    """The log of the bundle's member whose name holds `log_name`, scanned by scanner.run as one task, its events'
+    file and measured rows written to `work`/events and `work`/measures: its matcher, plan and measured rows' spec."""
     import dataclasses
 
     import pyarrow as pa
@@ -25,13 +24,11 @@ def scanned(rules, tmp_path_factory):
     from flinkdoctor.analytics.metrics import load_metrics, measured_rows
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
     from flinkdoctor.scan.matcher import build_matcher
-    from flinkdoctor.scan.measured import flat_rows
-    from flinkdoctor.scan.scanner import PartStats, part_rows, run, scan_part
+    from flinkdoctor.scan.scanner import part_rows, run
     from flinkdoctor.sources.ingest import ingest
 
-    work = tmp_path_factory.mktemp("taskfiles")
-    with tarfile.open(DATA / "lab" / "1.20.3" / "checkpoint-timeout.tar.gz") as archive:
-        member = next(m for m in archive.getmembers() if "/log/" in m.name and "standalonesession" in m.name)
+    with tarfile.open(DATA / "lab" / "1.20.3" / bundle) as archive:
+        member = next(m for m in archive.getmembers() if "/log/" in m.name and log_name in m.name)
         log = work / Path(member.name).name
         log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
     metrics = load_metrics()
@@ -42,6 +39,18 @@ def scanned(rules, tmp_path_factory):
     (work / "events").mkdir()
     ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
     list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec))
+    return matcher, tasks, spec
+
+
+@pytest.fixture(scope="module")
+def scanned(rules, tmp_path_factory):
+    """A real lab JobManager log (checkpoints measured, a failure matched) scanned as one task: its events' batches,
+    its measured rows, and the folders the task wrote them to."""
+    from flinkdoctor.scan.measured import flat_rows
+    from flinkdoctor.scan.scanner import PartStats, scan_part
+
+    work = tmp_path_factory.mktemp("taskfiles")
+    matcher, tasks, spec = _task(rules, work, "checkpoint-timeout.tar.gz", "standalonesession")
     batches = [out for part in tasks[0] for out in scan_part(part, matcher.prefilter, matcher)]
     batches = [b for b in batches if not isinstance(b, PartStats)]
     rows = [flat_rows(b, spec, tasks[0][0].layout)[0] for b in batches]
@@ -214,31 +223,14 @@ def test_candidates_nothing_matched_are_left_out_of_the_events_file(rules, tmp_p
     words, not its regex): the task leaves them in its batches for the events' file's one filter (scan_part's
     `unmatched`), which writes the rows scan_part keeps, less the measure-only ones; its measured rows are those
     of scan_part's batches."""
-    import dataclasses
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from flinkdoctor.analytics.metrics import load_metrics, measured_rows
     from flinkdoctor.scan import scanner
-    from flinkdoctor.scan.events import SPLIT_BYTES, plan
-    from flinkdoctor.scan.matcher import build_matcher
     from flinkdoctor.scan.measured import flat_rows
     from flinkdoctor.scan.times import with_time
-    from flinkdoctor.sources.ingest import ingest
 
-    with tarfile.open(DATA / "lab" / "1.20.3" / "network-buffers.tar.gz") as archive:
-        member = next(m for m in archive.getmembers() if m.name.endswith("flink-root-taskexecutor-0-vm.log"))
-        log = tmp_path / "taskmanager.log"
-        log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
-    metrics = load_metrics()
-    matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
-    tasks = plan(ingest([log], tmp_path / "in").text_sources, SPLIT_BYTES)
-    spec = dataclasses.replace(measured_rows(metrics), out_dir=str(tmp_path / "measures"))
-    (tmp_path / "measures").mkdir()
-    (tmp_path / "events").mkdir()
-    ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
-    list(scanner.run(iter([ids]), scanner.part_rows(tasks), matcher.prefilter, str(tmp_path / "events"), matcher, spec))
+    matcher, tasks, spec = _task(rules, tmp_path, "network-buffers.tar.gz", "taskexecutor")
 
     def batches(unmatched: bool) -> list[pa.RecordBatch]:
         found = [scanner.scan_part(part, matcher.prefilter, matcher, unmatched) for part in tasks[0]]
