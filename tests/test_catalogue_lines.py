@@ -224,3 +224,56 @@ def test_rows_without_matches_are_built_from_offsets_as_python_lists_would_be():
     keep = np.array([2, 5, 9, 11], dtype=np.int64)
     assert _repeats(keep, {5: 7, 11: 2, 30: 4}).tolist() == [1, 7, 1, 2]
     assert _repeats(keep, {}).tolist() == [1, 1, 1, 1]
+
+
+def _events_of(data: bytes, files: list[int] | None = None):
+    """scanner._Events over `data` as a part of a whole file (or of whole files joined at `files`, their first
+    bytes) of Flink's default layout, and each event's capped last line."""
+    from flinkdoctor.scan.scanner import MAX_EVENT_LINES, Part, _Events, _Files, _line_starts
+
+    array = np.frombuffer(data, dtype=np.uint8)
+    after, crlf = _line_starts(array)
+    offsets = np.array(files or [0], dtype=np.int64)
+    starts = np.union1d(after[after < len(array)], offsets)
+    bounds = [*offsets.tolist(), len(array)]
+    parts = [
+        Part(i, f"{i}.log", 0, b - a, b - a, "flink-log4j2", False, True)
+        for i, (a, b) in enumerate(zip(bounds[:-1], bounds[1:], strict=True))
+    ]
+    joined = None if files is None else _Files(parts, offsets, np.searchsorted(offsets, starts, side="right") - 1)
+    ones, none = np.ones(len(starts), dtype=bool), np.zeros(len(starts), dtype=bool)
+    events = _Events(parts[0], array, starts, ones, none, crlf, joined)
+    return events, np.minimum(events.last, events.first + MAX_EVENT_LINES - 1)
+
+
+def test_an_event_framed_by_its_bytes_holds_a_trace(tmp_path):
+    """scanner._Events._framed, a stack frame `\\tat ` and a printable ASCII character at a line's start in the
+    bytes: every event it flags is one TRACE matches in its text (the test _entry_hits then skips), and it flags
+    nearly all of those (RE2 reads the rest); on the lab log as recorded and with CRLF line ends."""
+    from flinkdoctor.scan.prefilter import spans
+    from flinkdoctor.scan.scanner import TRACE
+
+    for data in (_log(tmp_path), _log(tmp_path).replace(b"\n", b"\r\n")):
+        events, capped = _events_of(data)
+        every = np.arange(len(events.first))
+        texts = spans(events.data, *events._text_bounds(every, capped)).to_pylist()
+        framed = events._framed(every, capped)
+        traced = np.array([TRACE.search(text) is not None for text in texts])
+        assert framed.any() and not (framed & ~traced).any()
+        assert framed.sum() >= 0.9 * traced.sum()
+
+
+def test_a_frame_is_not_read_into_the_next_joined_file():
+    """A joined file's last line `\\tat` without its newline, the next file starting with ` ` and a name: no
+    frame (the bytes after a file's last are the next file's); with the name in the same file, one. An event's
+    last line `\\tat ` with nothing after it is none either (TRACE needs a character that is no space)."""
+    from flinkdoctor.scan.scanner import TRACE
+
+    header = b"2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
+    for tail, framed in ((b"\tat", False), (b"\tat Foo", True)):
+        first = header + tail
+        events, capped = _events_of(first + b" Foo.bar(Foo.java:1)\n" + header, files=[0, len(first)])
+        assert events._framed(np.array([0]), capped).tolist() == [framed]
+    events, capped = _events_of(header + b"\tat \n" + header)
+    assert events._framed(np.array([0, 1]), capped).tolist() == [False, False]
+    assert not TRACE.search((header + b"\tat ").decode())

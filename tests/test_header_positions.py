@@ -171,3 +171,65 @@ def test_a_header_test_anchored_at_the_line_start_flags_the_same_lines(layout):
     values = pa.array([line + "\n" for line in lines()] + [lines()[0], "", "\n"], pa.large_string())
     assert flag(test, values, test.anchored).tolist() == flag(test, values).tolist()
     assert _anchored(r"^\s*") is None and _anchored(r"\d+") is None and _anchored(r"^\d+") == r"\A(?m)^\d+"
+
+
+@pytest.mark.parametrize("layout", _positional_layouts())
+def test_an_events_message_is_the_rest_of_its_header_line(layout):
+    """scanner._header_fields' message, cut once from the lines' bytes: per event of real lines (one line, or
+    several), the rest of its first line after the header's fields where it has a header that the layout's regex
+    matches and that rest is not empty; else the whole first line (no header: an orphan, a piece; a line the
+    regex does not match; nothing after the fields), or null for an ASCII line it does not match where the fields
+    are all cut at their places (re2._positional: no group captured, the fields' group null where it fails)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.re2 import positional_groups
+    from flinkdoctor.scan.scanner import PREFIX, Part, _header_fields, _header_prefix
+    from flinkdoctor.sources.layouts import layout_by_id
+
+    prefix = _header_prefix(layout_by_id(layout).header) or ""
+    python = python_regex(prefix)
+    cut = PREFIX in [name for name, _, _ in positional_groups(prefix)]
+    real = lines()
+    texts = real + [f"{real[i]}\n{real[i + 1]}" for i in range(0, len(real) - 1, 7)]
+    headerless = np.random.default_rng(3).random(len(texts)) < 0.2
+    want = []
+    for text, none in zip(texts, headerless, strict=True):
+        head = text.split("\n", 1)[0]
+        found = None if none else python.search(head)
+        if found and found.end() < len(head):
+            want.append(head[found.end() :])
+        else:  # (the fields' group, cut at its place, is null on an ASCII line the regex does not match)
+            want.append(None if cut and not none and head.isascii() else head)
+    if layout != "shape-record-untimed":  # (no real log of records without a time here)
+        assert any(w and w != t.split("\n", 1)[0] for w, t in zip(want, texts, strict=True))
+    part = Part(0, "a.log", 0, 1, 1, layout, False, True)
+    for array in (pa.array(texts), pa.array(["x", *texts]).slice(1), pa.array(texts, pa.large_string())):
+        assert _header_fields(part, array, headerless)["message"].to_pylist() == want
+
+
+def test_a_string_arrays_ascii_rows_are_arrows():
+    """re2.ascii_rows (numpy's largest byte first, Arrow's test of each value only when one is beyond ASCII):
+    the rows Arrow's string_is_ascii finds, a null as ASCII; on real lines and their look-alike variants, all
+    ASCII or not, sliced past a value that is not, large, empty, and of empty strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.scan.re2 import ascii_rows
+
+    real = lines()
+    plain = [line for line in real if line.isascii()]
+    other = next(i for i, line in enumerate(real) if not line.isascii())
+    arrays = [
+        pa.array(real),
+        pa.array(plain + [None]),
+        pa.array(real[other : other + 50]).slice(1),  # its first value, not ASCII, is outside the slice
+        pa.array(real[: other + 1]).slice(0, other),
+        pa.array(real, pa.large_string()).slice(3),
+        pa.array([], pa.string()),
+        pa.array(["", None, ""]),
+    ]
+    for array in arrays:
+        want = pc.fill_null(pc.string_is_ascii(array), True).to_numpy(zero_copy_only=False)
+        assert ascii_rows(array).tolist() == want.tolist()
+    assert ascii_rows(arrays[2]).all() and not ascii_rows(arrays[0]).all()

@@ -14,10 +14,9 @@ from conftest import DATA
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture(scope="module")
-def scanned(rules, tmp_path_factory):
-    """A real lab JobManager log (checkpoints measured, a failure matched) scanned as one task: its events' batches,
-    its measured rows, and the folders the task wrote them to."""
+def _task(rules, work: Path, bundle: str, log_name: str):
+    """The log of the bundle's member whose name holds `log_name`, scanned by scanner.run as one task, its events'
+    file and measured rows written to `work`/events and `work`/measures: its matcher, plan and measured rows' spec."""
     import dataclasses
 
     import pyarrow as pa
@@ -25,13 +24,11 @@ def scanned(rules, tmp_path_factory):
     from flinkdoctor.analytics.metrics import load_metrics, measured_rows
     from flinkdoctor.scan.events import SPLIT_BYTES, plan
     from flinkdoctor.scan.matcher import build_matcher
-    from flinkdoctor.scan.measured import flat_rows
-    from flinkdoctor.scan.scanner import PartStats, part_rows, run, scan_part
+    from flinkdoctor.scan.scanner import part_rows, run
     from flinkdoctor.sources.ingest import ingest
 
-    work = tmp_path_factory.mktemp("taskfiles")
-    with tarfile.open(DATA / "lab" / "1.20.3" / "checkpoint-timeout.tar.gz") as archive:
-        member = next(m for m in archive.getmembers() if "/log/" in m.name and "standalonesession" in m.name)
+    with tarfile.open(DATA / "lab" / "1.20.3" / bundle) as archive:
+        member = next(m for m in archive.getmembers() if "/log/" in m.name and log_name in m.name)
         log = work / Path(member.name).name
         log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
     metrics = load_metrics()
@@ -42,6 +39,18 @@ def scanned(rules, tmp_path_factory):
     (work / "events").mkdir()
     ids = pa.record_batch([pa.array([0], pa.int64())], names=["id"])
     list(run(iter([ids]), part_rows(tasks), matcher.prefilter, str(work / "events"), matcher, spec))
+    return matcher, tasks, spec
+
+
+@pytest.fixture(scope="module")
+def scanned(rules, tmp_path_factory):
+    """A real lab JobManager log (checkpoints measured, a failure matched) scanned as one task: its events' batches,
+    its measured rows, and the folders the task wrote them to."""
+    from flinkdoctor.scan.measured import flat_rows
+    from flinkdoctor.scan.scanner import PartStats, scan_part
+
+    work = tmp_path_factory.mktemp("taskfiles")
+    matcher, tasks, spec = _task(rules, work, "checkpoint-timeout.tar.gz", "standalonesession")
     batches = [out for part in tasks[0] for out in scan_part(part, matcher.prefilter, matcher)]
     batches = [b for b in batches if not isinstance(b, PartStats)]
     rows = [flat_rows(b, spec, tasks[0][0].layout)[0] for b in batches]
@@ -90,7 +99,7 @@ def test_distinct_columns_are_written_plain_and_read_back_the_same(scanned):
     batches, rows, work, spec = scanned
     assert rows and batches
     assert {"first_rel", "last_rel", "ts", "time"} <= scanner.PLAIN_COLUMNS  # (a line number, a time: distinct)
-    kept = [scanner._events_rows(batch) for batch in batches]  # (test below)
+    kept = [scanner._events_rows(batch, True) for batch in batches]  # (test below)
     events = pa.Table.from_batches([with_time(batch, "flink-log4j2", spec) for batch in kept])
     assert events.column("time").null_count < events.num_rows // 2  # (the times the task read: test_event_times)
     for path, plain, expected in (
@@ -186,7 +195,7 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
     batch = pa.Table.from_batches(scanned[0]).combine_chunks().to_batches()[0]
     rows = batch.to_pylist()
     only = next(
-        i for i, r in enumerate(rows) if r["measures"] and scanner._events_rows(batch.slice(i, 1)).num_rows == 0
+        i for i, r in enumerate(rows) if r["measures"] and scanner._events_rows(batch.slice(i, 1), True).num_rows == 0
     )
     matched = next(r["matches"] for r in rows if r["matches"])
     entries = next(r["entries"] for r in rows if r["entries"])
@@ -201,5 +210,35 @@ def test_each_reason_to_keep_an_events_row_keeps_it(scanned):
     }
     for name, changed in variants.items():
         variant = pa.RecordBatch.from_pylist([{**row, **changed}], schema=batch.schema)
-        assert scanner._events_rows(variant).num_rows == 1, name
-    assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema)).num_rows == 0
+        assert scanner._events_rows(variant, True).num_rows == 1, name
+    assert scanner._events_rows(pa.RecordBatch.from_pylist([row], schema=batch.schema), True).num_rows == 0
+    # a candidate nothing matched (left in the batch for this one filter: scan_part's `unmatched`) is dropped
+    # when a matcher decided the batch, and kept when none did
+    unmatched = pa.RecordBatch.from_pylist([{**row, "measures": []}], schema=batch.schema)
+    assert scanner._events_rows(unmatched, True).num_rows == 0 and scanner._events_rows(unmatched, False).num_rows == 1
+
+
+def test_candidates_nothing_matched_are_left_out_of_the_events_file(rules, tmp_path):
+    """A lab TaskManager log whose pass finds candidates nothing then matches (a stack trace holding a rule's
+    words, not its regex): the task leaves them in its batches for the events' file's one filter (scan_part's
+    `unmatched`), which writes the rows scan_part keeps, less the measure-only ones; its measured rows are those
+    of scan_part's batches."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.scan import scanner
+    from flinkdoctor.scan.measured import flat_rows
+    from flinkdoctor.scan.times import with_time
+
+    matcher, tasks, spec = _task(rules, tmp_path, "network-buffers.tar.gz", "taskexecutor")
+
+    def batches(unmatched: bool) -> list[pa.RecordBatch]:
+        found = [scanner.scan_part(part, matcher.prefilter, matcher, unmatched) for part in tasks[0]]
+        return [out for outs in found for out in outs if not isinstance(out, scanner.PartStats)]
+
+    kept, every = batches(False), batches(True)
+    assert sum(b.num_rows for b in every) > sum(b.num_rows for b in kept)  # (the candidates nothing matched)
+    events = pa.Table.from_batches([with_time(scanner._events_rows(b, False), "flink-log4j2", spec) for b in kept])
+    assert pq.read_table(tmp_path / "events" / "part-00000.parquet").to_pylist() == events.to_pylist()
+    rows = pa.concat_tables([r for b in kept if (r := flat_rows(b, spec, "flink-log4j2")[0]) is not None])
+    assert pq.read_table(tmp_path / "measures" / "part-00000.parquet").to_pylist() == rows.to_pylist()

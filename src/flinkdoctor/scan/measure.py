@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..knowledge.regexes import parse, python_regex, sre
 from .prefilter import Bytes, Positions, distinct, spans
-from .re2 import extract, matching, re2_regex, unicode_classes
+from .re2 import ascii_rows, extract, matching, re2_regex, unicode_classes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,10 +132,7 @@ class _Lines:
     @cached_property
     def ascii(self) -> Flags:
         """Per text, whether it is ASCII."""
-        import pyarrow.compute as pc
-
-        ascii: Flags = pc.fill_null(pc.string_is_ascii(self.large), True).to_numpy(zero_copy_only=False)
-        return ascii
+        return ascii_rows(self.large)
 
     def plain(self, rows: Positions, parent: Positions, begin: Positions, end: Positions) -> Flags:
         """Which of the lines [begin, end) of texts `rows` (each of `parent`) are ASCII: a text's lines when it

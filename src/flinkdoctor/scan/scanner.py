@@ -30,7 +30,7 @@ from __future__ import annotations
 import gc
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cache
@@ -172,24 +172,28 @@ def run(
                 nullcontext() if measured is None else MeasuresFile(measured, task) as rows,
             ):
                 for joined in _joinable(parts):  # (one layout each)
-                    for out in scan_parts(joined, prefilter, matcher):
+                    # with measured rows, the events' file leaves out the unmatched candidates with the
+                    # measure-only events, in one filter of the batch (_events_rows), not one filter each
+                    for out in scan_parts(joined, prefilter, matcher, unmatched=rows is not None):
                         if isinstance(out, PartStats):
                             stats.append(out)
                         elif rows is None:
                             written.write(out, joined[0].layout)
                         else:
                             rows.write(out, joined[0].layout)
-                            written.write(_events_rows(out), joined[0].layout)
+                            written.write(_events_rows(out, matcher is not None), joined[0].layout)
             yield _stats(stats, time.process_time() - started)
 
 
-def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+def _events_rows(batch: pa.RecordBatch, decided: bool) -> pa.RecordBatch:
     """The batch without its measure-only events: one line, measured, but matching no rule and no catalogue entry,
     below WARN level and standing for no group of repeated warnings. Nothing reads their events row: the analytics,
     the fleet's log spans and the few measures read their measured rows (measured.py), the findings read matches
     and catalogue hits, the unexplained errors the WARN+ events. A long run's JobManager log is mostly such lines,
     a trigger and a completion per checkpoint: each written once, not twice. An event of more lines keeps its row:
-    its other lines are in no measured row (a start-up block of configuration lines and the script's own)."""
+    its other lines are in no measured row (a start-up block of configuration lines and the script's own).
+    `decided`: a matcher decided the batch's candidates (scan_parts' `unmatched`): those it matched nothing on
+    are left out too (_matched)."""
     import pyarrow.compute as pc
 
     def empty(column: str) -> pa.Array:
@@ -203,9 +207,21 @@ def _events_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
             pc.equal(batch.column("last_rel"), batch.column("first_rel")),
         ),
     )
-    if not pc.any(measure_only).as_py():
+    dropped = pc.or_(measure_only, pc.invert(_matched(batch))) if decided else measure_only
+    if not pc.any(dropped).as_py():
         return batch
-    return batch.filter(pc.invert(measure_only))
+    return batch.filter(pc.invert(dropped))
+
+
+def _matched(batch: pa.RecordBatch) -> pa.Array:
+    """Per row, whether its event matched something: a rule, a metric, a catalogue entry, or WARN level or above
+    (a candidate of the pass that nothing matched is not kept)."""
+    import pyarrow.compute as pc
+
+    def some(column: str) -> pa.Array:
+        return pc.greater(pc.list_value_length(batch.column(column)), 0)
+
+    return pc.or_(pc.or_(some("matches"), some("measures")), pc.or_(some("entries"), _warned(batch.column("level"))))
 
 
 @contextmanager
@@ -265,15 +281,16 @@ def _joinable(parts: list[Part]) -> list[list[Part]]:
 
 
 def scan_parts(
-    parts: Sequence[Part], prefilter: Prefilter, matcher: Matcher | None = None
+    parts: Sequence[Part], prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False
 ) -> Iterator[pa.RecordBatch | PartStats]:
     """What scan_part gives for each of the parts, from one scan of them joined: whole files of one layout and
     kind (_joinable). Each event keeps its own file's source, line numbers and header fields; no match, event,
-    stack frame or group of repeated warnings runs from one file into the next. Then each part's PartStats."""
+    stack frame or group of repeated warnings runs from one file into the next. Then each part's PartStats.
+    `unmatched`: as scan_part's."""
     import numpy as np
 
     if len(parts) == 1:
-        yield from scan_part(parts[0], prefilter, matcher)
+        yield from scan_part(parts[0], prefilter, matcher, unmatched)
         return
     part = parts[0]
     sizes = np.array([p.size for p in parts], dtype=np.int64)
@@ -308,7 +325,7 @@ def scan_parts(
         files = _Files(parts, offsets, of_line)
         events = _Events(part, data, starts, np.ones(len(starts), dtype=bool), piece, crlf, files)
         counts = {key: zero.copy() for key in counts}
-        for batch in events.kept(prefilter, matcher):
+        for batch in events.kept(prefilter, matcher, unmatched):
             at = files.index_of(batch.column("sid").to_numpy())
             for key, column in (("matched", "matches"), ("measured", "measures"), ("catalogued", "entries")):
                 length = pc.list_value_length(batch.column(column)).to_numpy(zero_copy_only=False)
@@ -329,8 +346,12 @@ def scan_parts(
         )
 
 
-def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) -> Iterator[pa.RecordBatch | PartStats]:
-    """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats."""
+def scan_part(
+    part: Part, prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False
+) -> Iterator[pa.RecordBatch | PartStats]:
+    """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats. `unmatched`: the candidates
+    the matcher matched nothing on are left in the batches, for the caller to leave out (_matched); they count
+    nothing."""
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
@@ -352,7 +373,7 @@ def scan_part(part: Part, prefilter: Prefilter, matcher: Matcher | None = None) 
 
     events = _Events(part, data, starts, owned, piece, crlf)
     matched = measured = warned = catalogued = 0
-    for batch in events.kept(prefilter, matcher):
+    for batch in events.kept(prefilter, matcher, unmatched):
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
         measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
         catalogued += pc.sum(pc.list_value_length(batch.column("entries"))).as_py() or 0
@@ -458,8 +479,9 @@ class _Events:
             orphan[of_event[at]] = self.rel[self.last[at]]
         return orphan, events
 
-    def kept(self, prefilter: Prefilter, matcher: Matcher | None) -> Iterator[pa.RecordBatch]:
-        """Events some signature could match, and events at WARN level or above, with their text."""
+    def kept(self, prefilter: Prefilter, matcher: Matcher | None, unmatched: bool) -> Iterator[pa.RecordBatch]:
+        """Events some signature could match, and events at WARN level or above, with their text (`unmatched`: as
+        scan_part's)."""
         import numpy as np
 
         if not len(self.first):
@@ -494,7 +516,7 @@ class _Events:
             rows[part] = np.arange(len(part))
             here = _within(found, part[0], part[-1])
             tried_here = here if tried is found else _within(tried, part[0], part[-1])
-            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable)
+            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable, unmatched)
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -594,18 +616,36 @@ class _Events:
     def _lines_but_frames(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The lines of `events` (up to `capped`) that are no `\tat ` stack frame, and the event of each: an entry
         is matched on a line that is no frame (catalogue.entry_hits), and frames are most of a trace's bytes."""
+        lines, of, top = self._event_lines(events, capped)
+        frame = _tab_at(self.data, self.starts[lines], top)
+        return lines[~frame], events[of[~frame]]
+
+    def _framed(self, events: Positions, capped: Positions) -> Flags:
+        """Per event, whether one of its lines (up to `capped`) is a stack frame that names something: `\tat ` and
+        a printable ASCII character, which TRACE's `^\\s*at\\s+\\S` matches in its text where masking did not
+        change it. Nearly every traced event holds one: RE2 reads only the others' text (_entry_hits)."""
+        import numpy as np
+
+        lines, of, top = self._event_lines(events, capped)
+        at = self.starts[lines]
+        name = self.data[np.minimum(at + 4, top)]
+        framed = np.zeros(len(events), dtype=bool)
+        framed[of[_tab_at(self.data, at, top) & (name > 32) & (name < 127)]] = True
+        return framed
+
+    def _event_lines(self, events: Positions, capped: Positions) -> tuple[Positions, Positions, int | Positions]:
+        """The lines of `events` (up to `capped`), the position in `events` of each one's event, and per line the
+        last byte that may be read from its start (its file's last: no byte of the next file joined after it)."""
         import numpy as np
 
         first = self.first[events]
         count = capped[events] - first + 1
-        owner = np.repeat(events, count)
+        of = np.repeat(np.arange(len(events)), count)
         lines = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()), dtype=np.int64)
-        at = self.starts[lines]
         top: int | Positions = len(self.data) - 1  # no byte past the file's last is read
         if self.files is not None:
             top = np.append(self.files.offsets[1:], len(self.data))[self.files.of_line[lines]] - 1
-        frame = _tab_at(self.data, at, top)
-        return lines[~frame], owner[~frame]
+        return lines, of, top
 
     def _batch(
         self,
@@ -618,6 +658,7 @@ class _Events:
         entries: Candidates,
         repeats: dict[int, int],
         maskable: Flags | None,
+        unmatched: bool,
     ) -> pa.RecordBatch:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -634,7 +675,17 @@ class _Events:
         fields = _header_fields(part, text, headerless)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
-        entry_hits = _entry_hits(matcher, text, masked, keep, entries, level, headerless | ~self.header[first], part)
+        entry_hits = _entry_hits(
+            matcher,
+            text,
+            masked,
+            keep,
+            entries,
+            level,
+            headerless | ~self.header[first],
+            part,
+            lambda rows: self._framed(keep[rows], capped),
+        )
         batch = pa.RecordBatch.from_arrays(
             [
                 *self._source_columns(first),
@@ -652,16 +703,10 @@ class _Events:
             ],
             schema=_schema(),
         )
-        needed = pc.or_(
-            pc.or_(pc.greater(pc.list_value_length(matches), 0), pc.greater(pc.list_value_length(measured), 0)),
-            pc.or_(
-                pc.greater(pc.list_value_length(entry_hits), 0),
-                _warned(level),
-            ),
-        )
-        if matcher is None or pc.all(needed).as_py():  # without a matcher nothing is decided: every candidate
+        if matcher is None or unmatched:  # without a matcher nothing is decided: every candidate
             return batch
-        return batch.filter(needed)  # a candidate nothing matched is not kept
+        needed = _matched(batch)
+        return batch if pc.all(needed).as_py() else batch.filter(needed)  # a candidate nothing matched is not kept
 
     def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The byte span of each event's text (up to its `capped` line): only the kept events' are worked out, not
@@ -727,11 +772,13 @@ def _entry_hits(
     level: pa.Array,
     headerless: Flags,
     part: Part,
+    framed: Callable[[Positions], Flags],
 ) -> pa.ListArray:
     """Per row, the catalogue entries it matches on a line that is no stack frame (entry id, line index), when
     the event can be failure evidence: at WARN level or above, without a header (or in an untimed paste), or
-    holding an exception or a stack frame (catalogue.py). The lines' hits were found on the part's lines
-    (Candidates.hits); a row whose text masking changed is matched again on its masked text."""
+    holding an exception or a stack frame (catalogue.py; `framed`: per row, whether its bytes hold a frame TRACE
+    matches). The lines' hits were found on the part's lines (Candidates.hits); a row whose text masking changed
+    is matched again on its masked text."""
     import numpy as np
     import pyarrow as pa
 
@@ -747,10 +794,15 @@ def _entry_hits(
         return _sparse_lists(len(keep), out, _entries_type())
     warn = _warned(level.take(pa.array(rows)))
     evident = warn.to_numpy(zero_copy_only=False) | headerless[rows] | (not layout_by_id(part.layout).timed)
-    # the rest holds a trace or not: RE2 over their texts at once (a stack trace's text is most of a part's kept
-    # bytes, and turning it into Python strings cost more than the search); the masked ones' text is read
+    # the rest holds a trace or not: a frame in its bytes, else RE2 over their texts at once (a stack trace's text
+    # is most of a part's kept bytes, and turning it into Python strings cost more than the search); the masked
+    # ones' text is read
     unknown = rows[~evident & ~masked[rows]]
-    traced = set(unknown[matching(text.take(pa.array(unknown)), TRACE.pattern)].tolist()) if len(unknown) else set()
+    by_frame = framed(unknown) if len(unknown) else np.zeros(0, dtype=bool)
+    traced = set(unknown[by_frame].tolist())
+    if not by_frame.all():
+        rest = unknown[~by_frame]
+        traced.update(rest[matching(text.take(pa.array(rest)), TRACE.pattern)].tolist())
     again = rows[masked[rows]]
     texts = dict(zip(again.tolist(), text.take(pa.array(again, pa.int64())).to_pylist(), strict=True))
     for row, known in zip(rows.tolist(), evident.tolist(), strict=True):
@@ -1045,8 +1097,6 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
     none = pa.scalar(None, pa.string())
 
     def field(name: str) -> pa.Array:  # the group's value where it is not empty and the event has a header
-        if name == "msg":
-            return _rest(heads, found.field(PREFIX))
         if name not in names:
             return pa.nulls(n, pa.string())
         values = found.field(name)
@@ -1057,8 +1107,7 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
     columns["logger"] = pc.if_else(
         has_header, pc.coalesce(field("logger"), pa.scalar(layout.fixed_logger, pa.string())), none
     )
-    message = field("msg")
-    columns["message"] = pc.if_else(pc.and_kleene(has_header, pc.not_equal(message, "")), message, heads)
+    columns["message"] = _message(heads, found.field(PREFIX), headerless)
     uptime = field("uptime")
     at = np.flatnonzero(uptime.is_valid().to_numpy(zero_copy_only=False))
     if len(at):  # as Python's float() reads them (digits of any script too)
@@ -1102,8 +1151,11 @@ def _header_prefix(header: str) -> str | None:
     return prefix if re2_regex(prefix) is not None else None
 
 
-def _rest(heads: pa.Array, prefix: pa.Array) -> pa.Array:
-    """The rest of each line after its prefix (null where the prefix did not match)."""
+def _message(heads: pa.Array, prefix: pa.Array, headerless: Flags) -> pa.Array:
+    """Per event, its message: the rest of its first line after the header's fields (`prefix`, as the extraction
+    gives them: empty where the layout's regex does not match) where it has a header and that rest is not empty,
+    else the whole line; null where it has a header and `prefix` is null. Cut from the lines' bytes where they
+    are, once (not cut, then chosen by two passes over every message's bytes)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1111,9 +1163,16 @@ def _rest(heads: pa.Array, prefix: pa.Array) -> pa.Array:
     heads = heads.cast(pa.large_string())
     offsets = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset : heads.offset + len(heads) + 1]
     length = pc.fill_null(pc.binary_length(prefix), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-    data = heads.buffers()[2] or pa.py_buffer(b"")
-    rest = spans(data, offsets[:-1] + length, offsets[1:])
-    return pc.if_else(prefix.is_valid(), rest, pa.scalar(None, pa.string()))
+    header = ~np.asarray(headerless, dtype=bool)
+    matched = prefix.is_valid().to_numpy(zero_copy_only=False)
+    rest = header & matched & (offsets[:-1] + length < offsets[1:])  # (a header's fields match from its start)
+    message = spans(heads.buffers()[2] or pa.py_buffer(b""), offsets[:-1] + np.where(rest, length, 0), offsets[1:])
+    unmatched = header & ~matched
+    if heads.null_count:
+        unmatched |= ~heads.is_valid().to_numpy(zero_copy_only=False)
+    if not unmatched.any():
+        return message
+    return pc.if_else(pa.array(unmatched), pa.scalar(None, pa.string()), message)
 
 
 def _header_fields_python(part: Part, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
