@@ -270,10 +270,25 @@ def test_a_frame_is_not_read_into_the_next_joined_file():
     from flinkdoctor.scan.scanner import TRACE
 
     header = b"2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
-    for tail, framed in ((b"\tat", False), (b"\tat Foo", True)):
+    for tail, framed in ((b"\tat", False), (b"\tat ", False), (b"\tat Foo", True)):
         first = header + tail
-        events, capped = _events_of(first + b" Foo.bar(Foo.java:1)\n" + header, files=[0, len(first)])
+        events, capped = _events_of(first + b"Foo.bar(Foo.java:1)\n" + header, files=[0, len(first)])
         assert events._framed(np.array([0]), capped).tolist() == [framed]
     events, capped = _events_of(header + b"\tat \n" + header)
     assert events._framed(np.array([0, 1]), capped).tolist() == [False, False]
     assert not TRACE.search((header + b"\tat ").decode())
+
+
+def test_a_frame_names_something_printable_and_ascii():
+    """`\\tat ` then a space, a control character or a character beyond ASCII (U+0085 and U+00A0, spaces to
+    Python's and the Unicode RE2 rewrite's `\\s`) is not known to be a named frame by its bytes (RE2 reads its
+    text: `\\tat \\u00a0x` is TRACE's); `\\tat Foo` and `\\tat ~` are, and TRACE finds them."""
+    from flinkdoctor.scan.scanner import TRACE
+
+    header = b"2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
+    cases = [(b" x", False), (b"\x1fx", False), ("\u0085x".encode(), False), ("\u00a0x".encode(), False)]
+    for after, framed in [*cases, (b"Foo.bar(Foo.java:1)", True), (b"~", True)]:
+        line = b"\tat " + after + b"\r\n"
+        events, capped = _events_of(header + line + header)
+        assert events._framed(np.array([0]), capped).tolist() == [framed], after
+        assert not framed or TRACE.search((header + line).decode())

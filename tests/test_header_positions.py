@@ -228,8 +228,11 @@ def test_a_string_arrays_ascii_rows_are_arrows():
         pa.array(real, pa.large_string()).slice(3),
         pa.array([], pa.string()),
         pa.array(["", None, ""]),
+        pa.array(["a", "a", "é"]).slice(1),  # the value past the slice's first is not ASCII
+        pa.chunked_array([real[:3], real[other : other + 2]]),
     ]
     for array in arrays:
         want = pc.fill_null(pc.string_is_ascii(array), True).to_numpy(zero_copy_only=False)
         assert ascii_rows(array).tolist() == want.tolist()
     assert ascii_rows(arrays[2]).all() and not ascii_rows(arrays[0]).all()
+    assert ascii_rows(arrays[7]).tolist() == [True, False]

@@ -535,9 +535,7 @@ class _Events:
         event = np.searchsorted(self.first, line, side="right") - 1
         begin = self.starts[line]
         frame = (line != self.first[np.maximum(event, 0)]) & (begin + 5 <= self.ends[line])
-        frame &= _tab_at(self.data, begin, len(self.data) - 1)  # then a name: a frame as the matcher reads one
-        name = self.data[np.minimum(begin + 4, len(self.data) - 1)]
-        frame &= (name > 32) & (name < 127)
+        frame &= _named_frame(self.data, begin, len(self.data) - 1)  # a frame as the matcher reads one
         keep = ~frame & (event >= 0)
         pairs = distinct(which[keep] * len(self.first) + event[keep])
         pattern, of = np.divmod(pairs, len(self.first))
@@ -627,10 +625,8 @@ class _Events:
         import numpy as np
 
         lines, of, top = self._event_lines(events, capped)
-        at = self.starts[lines]
-        name = self.data[np.minimum(at + 4, top)]
         framed = np.zeros(len(events), dtype=bool)
-        framed[of[_tab_at(self.data, at, top) & (name > 32) & (name < 127)]] = True
+        framed[of[_named_frame(self.data, self.starts[lines], top)]] = True
         return framed
 
     def _event_lines(self, events: Positions, capped: Positions) -> tuple[Positions, Positions, int | Positions]:
@@ -1009,6 +1005,16 @@ def _tab_at(data: Bytes, at: Positions, top: int | Positions) -> Flags:
     for offset, byte in ((1, 97), (2, 116), (3, 32)):
         frame &= data[np.minimum(at + offset, top)] == byte
     return frame
+
+
+def _named_frame(data: Bytes, at: Positions, top: int | Positions) -> Flags:
+    """Per line start `at`, whether the line is a stack frame that names something: `\tat ` and a printable
+    ASCII character (no byte past `top` read), as TRACE's `^\\s*at\\s+\\S` and the matcher's frame lines read it."""
+    import numpy as np
+
+    name = data[np.minimum(at + 4, top)]
+    named: Flags = _tab_at(data, at, top) & (name > 32) & (name < 127)
+    return named
 
 
 def _heads(text: pa.Array, level: pa.Array) -> pa.Array:
