@@ -371,3 +371,47 @@ def test_every_sensitive_setting_is_audited_masked_from_both_files(canary_run):
         places = [setting["source"], *setting["overridden"]]
         assert any("flink-conf.yaml" in p for p in places) and any("config.yaml = ******" in p for p in places), setting
         assert all(p.endswith("= ******") for p in setting["overridden"]), setting
+
+
+# -- a sensitive key's value is masked whole, whatever its shape --------------------------------------------------
+
+
+def test_a_sensitive_keys_value_is_masked_whole_in_any_shape():
+    """A value under a sensitive key was masked only when it was one string or number: a list of tokens, a
+    mapping of credentials or raw bytes under it left whole (as a REST answer or a parsed configuration may hold
+    them). Now each string, number and bytes in it is masked, its shape kept; unset, off and empty stay shown."""
+    import collections
+
+    from flinkdoctor.safety.masking import MASK, scrub
+
+    answer = {
+        "token": ["Tk-Canary-1", "Tk-Canary-2"],
+        "credentials": {"user": "svc", "secret": "Sc-Canary-3", "port": 5432},
+        "passwords": ("Pw-Canary-4",),
+        "api-key": b"Ak-Canary-5",
+        "tokens": collections.deque(["Tk-Canary-6"], maxlen=3),
+        "password": None,
+        "secret-set": False,
+        "token-empty": "",
+        "name": "job",
+    }
+    done = scrub(answer)
+    assert "Canary" not in repr(done) and "svc" not in repr(done)
+    assert done["token"] == [MASK, MASK] and done["passwords"] == (MASK,) and done["api-key"] == MASK.encode()
+    assert done["credentials"] == {"user": MASK, "secret": MASK, "port": MASK}
+    assert done["tokens"].maxlen == 3 and list(done["tokens"]) == [MASK]
+    assert (done["password"], done["secret-set"], done["token-empty"], done["name"]) == (None, False, "", "job")
+    record = scrub({"key": "s3.secret-key", "value": ["Sk-Canary-7"], "default": {"a": "Sk-Canary-8"}})
+    assert record == {"key": "s3.secret-key", "value": [MASK], "default": {"a": MASK}}
+
+
+def test_a_counter_keeps_its_counts_when_masked():
+    """A Counter that needed masking came back counting its (key, count) pairs as new keys."""
+    import collections
+
+    from flinkdoctor.safety.masking import scrub
+
+    seen = collections.Counter({"connect to jdbc:mysql://svc:Pw-Canary-9@db/x": 2, "plain": 3})
+    done = scrub(seen)
+    assert type(done) is collections.Counter and "Pw-Canary-9" not in repr(done)
+    assert done == collections.Counter({"connect to jdbc:mysql://svc:******@db/x": 2, "plain": 3})

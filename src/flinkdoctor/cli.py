@@ -1,7 +1,8 @@
 """Command line: `flinkdoctor diagnose`, `collect`, `watch`, `rules` and `fleet` (fleet/commands.py).
 
 Exit codes (errors.py): 0 analysis done; 1 with --fail-on and a matching root cause; 2 usage error (checked before
-Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, the traceback in a log file).
+Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, the traceback in a log file); 141
+stdout's reader gone (`| head`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import NoReturn
 
 import click
 
-from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, UsageError
+from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, OutputClosed, UsageError
 from .knowledge.rulebook import load_rules
 from .live.commands import (
     collect_command,
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> None:
             _stopped(abort.__cause__)
         outbound.echo("flinkdoctor: aborted", err=True)
         sys.exit(EXIT_INTERNAL)
+    except OutputClosed as closed:  # no one reads what more there is to say
+        sys.exit(closed.exit_code)
     except FlinkdoctorError as err:
         outbound.echo(f"flinkdoctor: {inert(str(err), keep_newlines=True)}", err=True)
         sys.exit(err.exit_code)

@@ -10,6 +10,7 @@ Exit codes are an interface: CI and alerting read them, so a crash must never lo
     └── InputError          exit 3   input that cannot be read: a missing path, nothing readable, an unsafe
                                      archive, one that would unpack too large or fill the disk
 
+    OutputClosed            exit 141 stdout's reader went away (`| head`): nothing more is said
     anything else                    exit 4   an internal error: one line on stderr, the traceback in a log file
     SIGINT / SIGTERM                 exit 130 / 143   interrupted or terminated: what the run wrote is removed
 
@@ -30,6 +31,7 @@ EXIT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_INTERNAL = 4
+EXIT_CLOSED = 141  # 128 + SIGPIPE: what a shell shows for a process that wrote into a pipe nobody reads
 
 
 class FlinkdoctorError(Exception):
@@ -52,6 +54,13 @@ class InputError(FlinkdoctorError):
     """Input that cannot be read at all; the message names the file and the reason."""
 
     exit_code = EXIT_INPUT
+
+
+class OutputClosed(FlinkdoctorError):
+    """stdout's reader went away (`... | head`): exit 141, as a process that SIGPIPE ends, and quietly. Python
+    ignores SIGPIPE and click and rich turn the BrokenPipeError into exit 1, which is `--fail-on`'s finding."""
+
+    exit_code = EXIT_CLOSED
 
 
 class WorkDirError(UsageError):

@@ -258,24 +258,26 @@ def _scrub(node: Any) -> Any:
 _RECORD_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass -> its init fields (what replace can set)
 
 
-def _scrub_mapping(node: Mapping[Any, Any]) -> Any:
-    """A mapping masked: a dict of its own type (a defaultdict keeps its default), a read-only one (a
-    MappingProxyType) as a dict of its items; the very mapping when nothing in it needed masking."""
-    items = _scrub_items(node.items())
+def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None = None) -> Any:
+    """A mapping masked (`items`, its items masked, when the caller made them): a dict of its own type (a
+    defaultdict keeps its default, a Counter its counts), a read-only one (a MappingProxyType) as a dict of its
+    items; the very mapping when nothing in it needed masking."""
+    items = _scrub_items(node.items()) if items is None else items
     if all(k is a and v is b for (k, v), (a, b) in zip(items, node.items(), strict=True)):
         return node
     if type(node) is dict or not isinstance(node, dict):
         return dict(items)
     new = copy.copy(node)
     new.clear()
-    new.update(items)
+    dict.update(new, items)  # dict's own: a Counter's update would count the pairs
     return new
 
 
-def _scrub_collection(node: Any) -> Any:
-    """A list, tuple (a named one too), set or deque masked, of its own type; the very one when nothing in it
-    needed masking. Each is masked by what it holds, never passed by its type: a named tuple, a set of names."""
-    done = [_scrub(item) for item in node]
+def _scrub_collection(node: Any, each: Callable[[Any], Any] | None = None) -> Any:
+    """A list, tuple (a named one too), set or deque masked (each item by `each`, `_scrub` by default), of its own
+    type; the very one when nothing in it needed masking. Each is masked by what it holds, never passed by its
+    type: a named tuple, a set of names."""
+    done = [(each or _scrub)(item) for item in node]
     if all(a is b for a, b in zip(done, node, strict=True)):
         return node
     if isinstance(node, deque):
@@ -289,12 +291,28 @@ def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     secret_record = record_key is not None and is_sensitive(record_key)
     out = []
     for key, value in items:
-        hidden = isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != ""
-        if hidden and ((secret_record and key in VALUE_FIELDS) or (isinstance(key, str) and is_sensitive(key))):
-            out.append((_scrub(key), MASK))
+        if (secret_record and key in VALUE_FIELDS) or (isinstance(key, str) and is_sensitive(key)):
+            out.append((_scrub(key), _hidden(value)))
         else:
             out.append((_scrub(key), _scrub(value)))
     return out
+
+
+def _hidden(value: Any) -> Any:
+    """A sensitive key's value, all of it: each string, number and bytes in it masked whole, its shape kept (a
+    list of tokens, a mapping of credentials, as a REST answer or a configuration may hold them). Nothing, a
+    flag and an empty text are shown as they are: they tell that the setting is unset or off."""
+    if isinstance(value, bool) or value is None or (isinstance(value, (str, bytes, bytearray)) and not value):
+        return value
+    if isinstance(value, (str, int, float)):
+        return MASK
+    if isinstance(value, (bytes, bytearray)):
+        return type(value)(MASK.encode())
+    if isinstance(value, (list, tuple, set, frozenset, deque)):
+        return _scrub_collection(value, _hidden)
+    if isinstance(value, (dict, Mapping)):
+        return _scrub_mapping(value, [(_scrub(k), _hidden(v)) for k, v in value.items()])
+    return _scrub(value)
 
 
 def mask(text: str | None) -> str | None:

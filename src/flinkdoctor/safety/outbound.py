@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
-from ..errors import UsageError
+from ..errors import OutputClosed, UsageError
 from .masking import mask, mask_log, scrub
 
 PathArg: TypeAlias = "str | os.PathLike[str]"
@@ -59,23 +59,51 @@ class Masked(str):
     again could cut an escape in two."""
 
 
+@contextlib.contextmanager
+def _written(err: bool = False) -> Iterator[None]:
+    """A write to stdout (or stderr, `err`) that fails as errors.py says, not as a crash or a finding: a reader
+    gone (`| head`) is OutputClosed, exit 141; stdout that takes no more (a full disk) exit 2; stderr's line is
+    lost, with no one to say it to. The stream that failed is pointed at /dev/null, so that Python's own flush at
+    exit does not fail on it again."""
+    try:
+        yield
+    except OSError as failed:
+        stream = sys.stderr if err else sys.stdout
+        with contextlib.suppress(OSError, ValueError):  # a stream with no file behind it is left as it is
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        if err:
+            return
+        if isinstance(failed, BrokenPipeError):
+            raise OutputClosed() from None
+        raise UsageError(f"cannot write to stdout: {failed.strerror or type(failed).__name__}") from None
+
+
 def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """One message for a person, masked (click.echo: it copes with a closed pipe and the stream's encoding)."""
+    """One message for a person, masked (click.echo: the stream's encoding)."""
     import click
 
-    click.echo(text if isinstance(text, Masked) else mask(text), err=err, nl=nl)
+    with _written(err):
+        click.echo(text if isinstance(text, Masked) else mask(text), err=err, nl=nl)
 
 
 class _MaskedStream:
-    """A text stream that masks every write: what a rich Console renders (it writes a whole print at once)."""
+    """A text stream that masks every write: what a rich Console renders (it writes a whole print at once).
+    A failed write or flush is `_written`'s: rich would make a closed pipe exit 1."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], err: bool) -> None:
         self._stream = stream
+        self._err = err
 
     def write(self, text: str) -> int:
-        return int(self._stream.write(mask(text) or ""))
+        with _written(self._err):
+            return int(self._stream.write(mask(text) or ""))
+        return 0
 
-    def __getattr__(self, name: str) -> Any:  # isatty, fileno, flush, encoding: the terminal's own
+    def flush(self) -> None:
+        with _written(self._err):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding: the terminal's own
         return getattr(self._stream, name)
 
 
@@ -84,7 +112,7 @@ def console(stderr: bool = False, file: Any = None, **options: Any) -> Any:
     from the terminal behind it, as for its own streams."""
     from rich.console import Console
 
-    stream = _MaskedStream(file or (sys.stderr if stderr else sys.stdout))
+    stream = _MaskedStream(file or (sys.stderr if stderr else sys.stdout), err=stderr and file is None)
     return Console(file=stream, stderr=stderr, **options)  # type: ignore[arg-type]
 
 
@@ -98,7 +126,8 @@ def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, 
         return
     import click
 
-    click.echo(text, nl=nl)
+    with _written():
+        click.echo(text, nl=nl)
 
 
 SPOOL_CHARS = 8 << 20  # a document held in memory up to this size while it is made, past it in a temporary file
@@ -144,7 +173,8 @@ class _Spool:
 def _echo_piece(text: str) -> None:
     import click
 
-    click.echo(text, nl=False)
+    with _written():
+        click.echo(text, nl=False)
 
 
 def show_chunks(report: Any, view: Callable[[Any], Iterable[str]], *, nl: bool = True) -> None:
@@ -178,9 +208,10 @@ class _HeldStdout:
 def show_terminal(report: Any, view: Callable[[Any, Any], None], **options: Any) -> None:
     """`view(masked report, console)` for a view that prints (the terminal's) to a masked console, on stdout
     whole or not at all, as `show_chunks`."""
-    with _whole_or_nothing(sys.stdout.write) as held:  # (as rich wrote: its colour kept, never stripped)
-        view(scrub(report), console(file=_HeldStdout(held), **options))
-    sys.stdout.flush()
+    with _written():
+        with _whole_or_nothing(sys.stdout.write) as held:  # (as rich wrote: its colour kept, never stripped)
+            view(scrub(report), console(file=_HeldStdout(held), **options))
+        sys.stdout.flush()
 
 
 def write_text(path: PathArg, text: str) -> Path:
