@@ -17,6 +17,7 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, TypedDict
 
 from ..analytics.model import CheckpointAnalytics, CheckpointJob, ConfigAudit, iso
@@ -229,18 +230,25 @@ def job_dict(job: CheckpointJob) -> JSONObject:
 
 def plain(node: Any) -> Any:
     """`dataclasses.asdict`'s answer for a record of plain values (strings, numbers, lists, mappings, records),
-    without its deep copy of every value: a report of 100,000 jobs holds millions of them."""
+    without its deep copy of every value: a report of 100,000 jobs holds millions of them. A record, list or
+    mapping of plain values only (a checkpoint, the counts) is copied in one step, not value by value."""
     kind = type(node)
     if kind in _ATOMS:
         return node
-    names = _FIELD_NAMES.get(kind)
-    if names is None and dataclasses.is_dataclass(node) and not isinstance(node, type):
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(node))
-    if names is not None:
-        return {name: plain(getattr(node, name)) for name in names}
+    getter = _FIELD_GETTERS.get(kind)
+    if getter is None and dataclasses.is_dataclass(node) and not isinstance(node, type):
+        getter = _FIELD_GETTERS[kind] = _fields_of(node)
+    if getter is not None:
+        names, get = getter
+        values = get(node)
+        if _ATOMS.issuperset(map(type, values)):
+            return dict(zip(names, values, strict=True))
+        return {name: plain(value) for name, value in zip(names, values, strict=True)}
     if kind is list:
-        return [plain(item) for item in node]
+        return list(node) if _ATOMS.issuperset(map(type, node)) else [plain(item) for item in node]
     if kind is dict:
+        if _ATOMS.issuperset(map(type, node)) and _ATOMS.issuperset(map(type, node.values())):
+            return dict(node)
         return {plain(k): plain(v) for k, v in node.items()}
     if isinstance(node, tuple) and hasattr(node, "_fields"):  # the rest as asdict takes it
         return kind(*[plain(item) for item in node])
@@ -251,8 +259,15 @@ def plain(node: Any) -> Any:
     return copy.deepcopy(node)
 
 
+def _fields_of(record: Any) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]:
+    """A record's field names, and a getter of their values as a tuple (attrgetter's, made once per class)."""
+    names = tuple(f.name for f in fields(record))
+    get = attrgetter(*names) if len(names) > 1 else (lambda node: tuple(getattr(node, n) for n in names))
+    return names, get
+
+
 _ATOMS = frozenset({str, int, float, bool, type(None)})
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_GETTERS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
 
 
 def _audit_dict(audit: ConfigAudit) -> JSONObject:

@@ -10,15 +10,14 @@ one unchanged. The history is in CHANGELOG.md.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
 from typing import Any
 
 from ..analytics.model import CheckpointJob
 from ..jsondata import JSONObject
 from ..report.model import CONTRACT_VERSION, SCHEMA, Report, job_dict
+from .indented import indented_pieces
 from .sentences import checkpoint_sentences
 
 __all__ = ["CONTRACT_VERSION", "SCHEMA", "contract", "json_chunks", "render_json"]
@@ -27,7 +26,7 @@ __all__ = ["CONTRACT_VERSION", "SCHEMA", "contract", "json_chunks", "render_json
 # paragraph separators, bidi overrides). Escaped as \uXXXX, the parsed strings stay the same.
 _RAW_UNSAFE = re.compile("[\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 CHUNK_CHARS = 1 << 20  # json_chunks' pieces: about this many characters, each ending with a whole line
-ENCODED_BATCH = 4096  # the encoder's own tiny pieces, joined this many at a time
+ENCODED_BATCH = 4096  # the encoder's parts (a flat container's text, a key, a line's indent), joined this many
 
 
 def contract(report: Report) -> dict[str, Any]:
@@ -50,10 +49,8 @@ def json_chunks(report: Report) -> Iterator[str]:
     """The JSON view's text in pieces of whole lines (a terminal's escape sequence never cut in two), the same
     text as one `json.dumps(contract(report), indent=2, ensure_ascii=False)`, escaped."""
     data = report.data(jobs=lambda jobs: OneAtATime(jobs, _job))
-    encoded = json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(data)  # millions of tiny pieces
     held, size = [], 0
-    while batch := list(islice(encoded, ENCODED_BATCH)):
-        text = "".join(batch)
+    for text in indented_pieces(data, ENCODED_BATCH):
         held.append(text)
         size += len(text)
         if size >= CHUNK_CHARS and "\n" in text:
@@ -65,6 +62,8 @@ def json_chunks(report: Report) -> Iterator[str]:
 
 
 def _escaped(text: str) -> str:
+    if text.isascii() and "\x7f" not in text:  # (two passes in C: nearly every piece has nothing to escape)
+        return text
     return _RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
