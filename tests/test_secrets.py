@@ -415,3 +415,28 @@ def test_a_counter_keeps_its_counts_when_masked():
     done = scrub(seen)
     assert type(done) is collections.Counter and "Pw-Canary-9" not in repr(done)
     assert done == collections.Counter({"connect to jdbc:mysql://svc:******@db/x": 2, "plain": 3})
+
+
+def test_a_records_field_of_a_sensitive_name_is_masked_whole():
+    """A record (a dataclass) whose field name is sensitive is masked by that name, as a mapping's key is; a
+    record with no such name has each value masked as itself (scrub's quicker way for a report's records)."""
+    import dataclasses
+
+    from flinkdoctor.safety.masking import MASK, scrub
+
+    @dataclasses.dataclass
+    class Login:
+        user: str
+        password: str
+        tokens: list
+
+    @dataclasses.dataclass
+    class Plain:
+        text: str
+        count: int
+
+    assert scrub(Login("svc", "Pw-Canary-10", ["Tk-Canary-11"])) == Login("svc", MASK, [MASK])
+    plain = Plain("jdbc:mysql://svc:Pw-Canary-12@db/x", 3)
+    assert scrub(plain) == Plain("jdbc:mysql://svc:******@db/x", 3)
+    clean = Plain("text", 3)
+    assert scrub(clean) is clean

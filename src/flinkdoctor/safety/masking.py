@@ -249,13 +249,29 @@ def _scrub(node: Any) -> Any:
             return node if masked == node else type(node)(masked)
         if not dataclasses.is_dataclass(node) or isinstance(node, type):
             return node
-        names = _RECORD_FIELDS[kind] = tuple(f.name for f in dataclasses.fields(node) if f.init)
-    fields = [(name, getattr(node, name)) for name in names]
-    changed = {name: value for name, value in _scrub_items(fields) if value is not getattr(node, name)}
+        names = _RECORD_FIELDS[kind] = _record_fields(node)
+    fields, plain = names
+    if plain:  # no name decides about a value: each value masked as itself (a report's 100,000 jobs' records)
+        changed = {}
+        for name in fields:
+            value = getattr(node, name)
+            done = _scrub(value)
+            if done is not value:
+                changed[name] = done
+    else:
+        pairs = [(name, getattr(node, name)) for name in fields]
+        changed = {name: value for name, value in _scrub_items(pairs) if value is not getattr(node, name)}
     return dataclasses.replace(node, **changed) if changed else node
 
 
-_RECORD_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass -> its init fields (what replace can set)
+# a dataclass -> its init fields (what replace can set), and whether it is plain: no field's name is sensitive and
+# none is `key` (a setting's record), so that no name decides about a value
+_RECORD_FIELDS: dict[type, tuple[tuple[str, ...], bool]] = {}
+
+
+def _record_fields(node: Any) -> tuple[tuple[str, ...], bool]:
+    names = tuple(f.name for f in dataclasses.fields(node) if f.init)
+    return names, "key" not in names and not any(is_sensitive(name) for name in names)
 
 
 def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None = None) -> Any:
