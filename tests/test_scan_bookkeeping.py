@@ -1,0 +1,77 @@
+"""The scan's own bookkeeping between its regex engines, done in bulk, with the answers of the plain way. The
+Hyperscan pass's (pattern, event) pairs (prefilter._pairs), the catalogue's entries of each pattern it found
+(CatalogueIndex.entry_arrays) and hits per event (catalogue._by_event), and a signature's regexes compiled once
+per worker (matcher._Signature). Real logs of a lab recording (tests/data/lab/1.20.3/network-buffers.tar.gz, its
+TaskManager), with the rules, the metrics and the small catalogue of test_catalogue_scan.py."""
+
+from __future__ import annotations
+
+import tarfile
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from test_catalogue_scan import small_catalogue
+
+from conftest import DATA
+
+BUNDLE = DATA / "lab" / "1.20.3" / "network-buffers.tar.gz"
+TASKMANAGER = "flink-root-taskexecutor-0-vm.log"
+
+
+@pytest.fixture(scope="module")
+def log() -> bytes:
+    with tarfile.open(BUNDLE) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(TASKMANAGER))
+        data = archive.extractfile(member).read()
+    assert data.count(b"\tat ") > 100  # stack traces: their frames are most matches of the pass
+    return data
+
+
+@pytest.fixture(scope="module")
+def matcher(rules):
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.scan.matcher import build_matcher
+
+    return build_matcher(rules, tuple(m.line for m in load_metrics()), catalogue=None)
+
+
+def _events(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Events cut at each line that starts with a year (a log4j header), and where each one's first line ends."""
+    newlines = np.flatnonzero(data == 10)
+    starts = np.append(0, newlines + 1)
+    starts = starts[starts < len(data)]
+    headed = starts[(data[starts] == ord("2")) & (data[np.minimum(starts + 4, len(data) - 1)] == ord("-"))]
+    begin = np.unique(np.append(0, headed))
+    return begin, np.append(newlines + 1, len(data))[np.searchsorted(newlines, begin)]
+
+
+def test_the_pass_pairs_its_matches_as_a_sort_of_pattern_and_event_would(matcher, log, monkeypatch):
+    """The matches of a pass come by their end, so their events ascend, and a stable sort of their patterns'
+    numbers alone gives each (pattern, event) pair once, in the order of a sort of (pattern * events + event):
+    the same events per pattern, without that sort (it is not called). Matches in another order take it."""
+    from flinkdoctor.scan import prefilter
+
+    data = np.frombuffer(log, dtype=np.uint8)
+    begin, first_line_end = _events(data)
+    hits = prefilter.scan(matcher.prefilter, data, begin, first_line_end)
+    assert hits.which is not None and hits.stop is not None
+    event = np.searchsorted(begin, hits.stop - 1, side="right") - 1
+    assert (np.diff(event) >= 0).all() and len(event) > 500
+    n = len(begin)
+    pattern, of = np.divmod(np.unique(hits.which * n + event), n)
+    want = {p: of[pattern == p].tolist() for p in np.unique(pattern).tolist()}
+    assert {p: events.tolist() for p, events in hits.by_pattern.items()} == want
+    assert max(len(events) for events in want.values()) < np.bincount(hits.which).max()  # pairs repeat
+
+    def no_sort(values):
+        raise AssertionError("matches in order are not sorted by (pattern, event)")
+
+    monkeypatch.setattr(prefilter, "distinct", no_sort)
+    got = prefilter._pairs(n, hits.which, event)
+    assert got[0].tolist() == pattern.tolist() and got[1].tolist() == of.tolist()
+    monkeypatch.undo()
+    shuffled = np.random.default_rng(25).permutation(len(event))
+    got = prefilter._pairs(n, hits.which[shuffled], event[shuffled])
+    assert got[0].tolist() == pattern.tolist() and got[1].tolist() == of.tolist()
+    assert [a.tolist() for a in prefilter._pairs(n, event[:0], event[:0])] == [[], []]
