@@ -75,3 +75,42 @@ def test_the_pass_pairs_its_matches_as_a_sort_of_pattern_and_event_would(matcher
     got = prefilter._pairs(n, hits.which[shuffled], event[shuffled])
     assert got[0].tolist() == pattern.tolist() and got[1].tolist() == of.tolist()
     assert [a.tolist() for a in prefilter._pairs(n, event[:0], event[:0])] == [[], []]
+
+
+def test_the_entries_of_each_pattern_found_are_read_from_arrays_in_the_index(log):
+    """candidates() gives each (span, entry) pair of the patterns the pass found, the entries of a pattern that
+    stands for several (two entries of one regex) each in order: the same pairs, in the same order, as reading
+    each pattern's `entries_of`, from arrays the index holds."""
+    from flinkdoctor.scan.catalogue import candidates, catalogue_index
+
+    entries = list(small_catalogue().entries)
+    entries += [SimpleNamespace(id=f"twin:{e.id}", regex=e.regex) for e in entries]
+    index = catalogue_index(SimpleNamespace(entries=entries))
+    assert index is not None and max(len(of) for of in index.entries_of) == 2
+    bounds, flat = index.entry_arrays
+    assert [flat[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:], strict=True)] == [
+        list(of) for of in index.entries_of
+    ]
+    data = np.frombuffer(log, dtype=np.uint8)
+    starts = np.concatenate([[0], np.flatnonzero(data == 10) + 1])
+    starts = starts[starts < len(data)]
+    ends = np.append(starts[1:], len(data))
+    spans, numbers = candidates(index, data, starts, ends)
+    assert any(entries[number].id.startswith("twin:") for number in numbers.tolist())
+    # as each pattern's entries read in turn: by pattern, then span, each pattern's entries in their order
+    pattern_of = {entry: p for p, of in enumerate(index.entries_of) for entry in of}
+    patterns = [pattern_of[number] for number in numbers.tolist()]
+    assert patterns == sorted(patterns)
+    runs: dict[tuple[int, int], list[int]] = {}
+    for span, number, pattern in zip(spans.tolist(), numbers.tolist(), patterns, strict=True):
+        runs.setdefault((pattern, span), []).append(number)
+    assert all(found == list(index.entries_of[pattern]) for (pattern, _), found in runs.items())
+
+
+def test_the_hits_of_each_event_are_a_slice_of_them_in_order():
+    """_by_event: the values of each event (events ascending, one per value), in order, one list per event."""
+    from flinkdoctor.scan.catalogue import _by_event
+
+    events = np.array([3, 3, 5, 9, 9, 9], dtype=np.int64)
+    assert _by_event(events, ["a", "b", "c", "d", "e", "f"]) == {3: ["a", "b"], 5: ["c"], 9: ["d", "e", "f"]}
+    assert _by_event(events[:0], []) == {}
