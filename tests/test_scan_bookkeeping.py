@@ -114,3 +114,37 @@ def test_the_hits_of_each_event_are_a_slice_of_them_in_order():
     events = np.array([3, 3, 5, 9, 9, 9], dtype=np.int64)
     assert _by_event(events, ["a", "b", "c", "d", "e", "f"]) == {3: ["a", "b"], 5: ["c"], 9: ["d", "e", "f"]}
     assert _by_event(events[:0], []) == {}
+
+
+def test_a_signature_compiles_its_regexes_once_and_reads_captures_and_line_by_position(rules, monkeypatch):
+    """A signature's regexes are compiled when it is first tried, not looked up per event; its captures come
+    from the regex that holds the group, and the line from its text regex, whichever field comes first. A
+    TaskManager's lines of a lab recording (network-buffers: a task switched to FAILED, its cause below)."""
+    from flinkdoctor.knowledge.rulebook import Capture, Rule, Signature
+    from flinkdoctor.scan import matcher as matching
+
+    with tarfile.open(BUNDLE) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(TASKMANAGER))
+        lines = archive.extractfile(member).read().decode("utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if "to FAILED with failure cause" in line)
+    text = "\n".join(lines[at : at + 6])
+    assert "Insufficient number of network buffers" in text
+    signature = Signature(
+        message=r"switched from (?<from>\w+) to FAILED",
+        text=r"Insufficient number of network buffers: required (?<required>\d+)",
+    )
+    captures = {name: Capture(name, "text") for name in ("from", "required")}
+    rule = Rule("t", "t", "other", "cause", (signature,), "", (), "t.yaml", captures=captures)
+    built = matching.build_matcher([rule], catalogue=None)
+    header, _, message = lines[at].partition(" - ")
+    event = matching.Fields(text, message, "WARN", "org.apache.flink.runtime.taskmanager.Task", "t", "taskmanager")
+    first = built.match(event, [0])
+    line = next(i for i, line in enumerate(text.split("\n")) if "Insufficient number" in line)
+    assert first == [("t", {"from": "DEPLOYING", "required": first[0][1]["required"]}, line)]
+    assert first[0][1]["required"].isdigit() and line > 0
+
+    def no_compile(regex):
+        raise AssertionError(f"compiled again per event: {regex}")
+
+    monkeypatch.setattr(matching, "python_regex", no_compile)
+    assert built.match(matching.Fields(text, message, "WARN", None, None, "taskmanager"), [0]) == first

@@ -106,19 +106,32 @@ class _Signature:
         """Whether the signature reads events of this source kind and level (its regexes aside)."""
         return (self.kinds is None or kind in self.kinds) and (not self.levels or (level or NO_LEVEL) in self.levels)
 
+    @cached_property
+    def _compiled(self) -> tuple[tuple[tuple[str, re.Pattern[str]], ...], tuple[tuple[str, int], ...], int | None]:
+        """Its regexes compiled, each capture's regex and the line's by position among them: worked out once per
+        worker, not looked up by (field, regex) for each of the tens of thousands of events a part tries. The
+        same (field, regex) twice finds the same match; the last of them is read, as a dict of them would."""
+        at = {pair: i for i, pair in enumerate(self.regexes)}
+        return (
+            tuple((key, python_regex(regex)) for key, regex in self.regexes),
+            tuple((name, at[key, regex]) for name, key, regex in self.captures),
+            None if self.line is None else at.get(("text", self.line)),
+        )
+
     def match(self, event: Fields) -> tuple[str, dict[str, str], int] | None:
         """(rule id, captures, index of the matching line) when the signature matches the event."""
         if not self.admits(event.kind, event.level):
             return None
-        found: dict[tuple[str, str], re.Match[str]] = {}
+        regexes, captured, line = self._compiled
+        found: list[re.Match[str] | None] = []  # per regex, its match (None: an exception's, never read)
         at = 0  # the line of the message's match
-        for key, regex in self.regexes:
-            pattern = python_regex(regex)
+        for key, pattern in regexes:
             if key == "exception":
                 if not any(pattern.search(e) for e in event.exception):
                     return None
+                found.append(None)
                 continue
-            value = event.get(key)
+            value: str | None = getattr(event, key)
             if value is None:
                 return None
             hit = pattern.search(value)
@@ -126,14 +139,14 @@ class _Signature:
                 hit, at = next(((h, i) for i, line in event.message_lines if (h := pattern.search(line))), (None, 0))
             if hit is None:
                 return None
-            found[key, regex] = hit
-        captures = {name: found[key, regex].group(name) or "" for name, key, regex in self.captures}
+            found.append(hit)
+        captures = {name: found[i].group(name) or "" for name, i in captured}  # type: ignore[union-attr]
         for name, gte, lte in self.where:
             number = _number(captures.get(name))
             if number is None or (gte is not None and number < gte) or (lte is not None and number > lte):
                 return None
-        line = found.get(("text", self.line)) if self.line is not None else None
-        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else at
+        hit = None if line is None else found[line]
+        return self.rule_id, captures, event.text.count("\n", 0, hit.start()) if hit else at
 
 
 @dataclass(frozen=True)
