@@ -148,3 +148,30 @@ def test_a_signature_compiles_its_regexes_once_and_reads_captures_and_line_by_po
 
     monkeypatch.setattr(matching, "python_regex", no_compile)
     assert built.match(matching.Fields(text, message, "WARN", None, None, "taskmanager"), [0]) == first
+
+
+def test_a_signature_of_the_header_alone_keeps_its_decisions_but_not_those_a_later_line_made():
+    """A signature that reads no text (message, logger, thread) decides once per distinct header fields when its
+    message regex matched the header's message: the same decision, shared, for the next event with the same
+    fields. When the message was found on a later line of the text instead, the text decided: the next event
+    with the same header but other lines is decided again (it does not match). Lines of a lab recording."""
+    from flinkdoctor.knowledge.rulebook import Capture, Rule, Signature
+    from flinkdoctor.scan import matcher as matching
+
+    with tarfile.open(BUNDLE) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(TASKMANAGER))
+        lines = archive.extractfile(member).read().decode("utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if "to FAILED with failure cause" in line)
+    failed, cause = lines[at].partition(" - ")[2], lines[at + 1]
+    signature = Signature(message=r"switched from (?<from>\w+) to FAILED")
+    rule = Rule("t", "t", "other", "cause", (signature,), "", (), "t.yaml", captures={"from": Capture("from")})
+    built = matching.build_matcher([rule], catalogue=None)
+    task = "org.apache.flink.runtime.taskmanager.Task"
+    first = built.match(matching.Fields(lines[at], failed, "WARN", task, "t", "taskmanager"), [0])
+    again = built.match(matching.Fields(lines[at] + "\n" + cause, failed, "WARN", task, "t", "taskmanager"), [0])
+    assert first == [("t", {"from": "DEPLOYING"}, 0)] and again[0] is first[0]  # decided once, shared
+    pasted = matching.Fields(cause + "\n" + lines[at], cause, None, None, None, "taskmanager")
+    assert built.match(pasted, [0]) == [("t", {"from": "DEPLOYING"}, 1)]  # on the text's second line
+    alone = matching.Fields(cause, cause, None, None, None, "taskmanager")
+    assert built.match(alone, [0]) == []  # the same header fields, no such line: not the pasted one's answer
+    assert built.signatures[0]._decided == {(failed, task, "t"): first[0]}
