@@ -196,3 +196,21 @@ def test_a_lines_rest_is_what_follows_its_leading_timestamp_bytes(log):
     offsets = np.cumsum([0] + [len(line) for line in headers])
     rests = set(_rests(_binary(b"".join(headers), offsets), np.diff(offsets)).to_pylist())
     assert len(set(headers)) > 1000 and len(rests) < 0.9 * len(set(headers))  # (879 of 1,036)
+
+
+def test_a_signature_ships_without_what_a_worker_keeps(matcher):
+    """A signature pickled after it matched (as a driver's matcher could be, for its tasks) holds its fields
+    only: its compiled regexes and kept decisions are worked out again where it is unpickled."""
+    import pickle
+
+    from flinkdoctor.scan import matcher as matching
+
+    number, signature = next(
+        (n, s) for n, s in matcher.signatures.items() if s.kinds is None and not s.levels and s._decided is not None
+    )
+    event = matching.Fields("x", "x", None, None, None, "flink-taskmanager")
+    matcher.match(event, [number])
+    assert {"_compiled", "_decided"} <= set(vars(signature))
+    shipped = pickle.loads(pickle.dumps(signature))
+    assert shipped == signature and not {"_compiled", "_decided"} & set(vars(shipped))
+    assert shipped.match(event) == signature.match(event)

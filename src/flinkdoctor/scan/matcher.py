@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -120,6 +120,10 @@ class _Signature:
             tuple((name, at[key, regex]) for name, key, regex in self.captures),
             None if self.line is None else at.get(("text", self.line)),
         )
+
+    def __getstate__(self) -> dict[str, object]:
+        """Its fields: what a worker works out and keeps (_compiled, _decided) is not shipped with a task."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @cached_property
     def _decided(self) -> dict[tuple[str | None, str | None, str | None], Hit | None] | None:
