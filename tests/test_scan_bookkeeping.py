@@ -214,3 +214,18 @@ def test_a_signature_ships_without_what_a_worker_keeps(matcher):
     shipped = pickle.loads(pickle.dumps(signature))
     assert shipped == signature and not {"_compiled", "_decided"} & set(vars(shipped))
     assert shipped.match(event) == signature.match(event)
+
+
+def test_an_entry_whose_first_bytes_are_unknown_runs_on_whole_lines(monkeypatch, tmp_path):
+    """An entry whose first bytes cannot be worked out stays a candidate: its pattern is run on whole lines (a
+    line's timestamp not skipped), as one that may start on a timestamp's byte."""
+    from flinkdoctor.scan import catalogue
+
+    def unknown(regex):
+        raise ValueError(regex)
+
+    monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(catalogue, "first_bytes", unknown)
+    entries = [SimpleNamespace(id="a", regex=r"Insufficient number of network buffers")]
+    index = catalogue.catalogue_index(SimpleNamespace(entries=entries))
+    assert index is not None and index.patterns and index.on_prefix == (0,) and index.entries_of == ((0,),)

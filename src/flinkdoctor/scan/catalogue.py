@@ -177,12 +177,12 @@ def catalogue_index(catalogue: Entries | None, key: str | None = None) -> Catalo
     for number, (_, regex) in enumerate(pairs):
         try:
             pattern = hyperscan_pattern(regex)
-            if pattern is not None and first_bytes(regex) & PREFIX_BYTES:
-                on_prefix.add(pattern)
         except Exception:  # noqa: BLE001 - a regex the rewrite cannot read is never a candidate (counted below)
             pattern = None
         if pattern is not None:
             by_pattern.setdefault(pattern, []).append(number)
+            if _may_start_on_prefix(regex):
+                on_prefix.add(pattern)
     patterns = tuple(by_pattern)
     prefixed = tuple(i for i, pattern in enumerate(patterns) if pattern in on_prefix)
     of_rests, spanning, of_spanning, within_prefixed, of_prefixed = _serialized(patterns, prefixed)
@@ -201,6 +201,14 @@ def catalogue_index(catalogue: Entries | None, key: str | None = None) -> Catalo
     )
     store(name, key, index)
     return index
+
+
+def _may_start_on_prefix(regex: str) -> bool:
+    """Whether the regex's pattern may start on a byte of PREFIX_BYTES (yes when that cannot be worked out)."""
+    try:
+        return bool(first_bytes(regex) & PREFIX_BYTES)
+    except Exception:  # noqa: BLE001 - read like hyperscan_pattern read it; unknown: run it on whole lines
+        return True
 
 
 @lru_cache(maxsize=1)
