@@ -46,7 +46,9 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
-DECIDED_PER_SIGNATURE = 4096  # decisions a signature keeps (_Signature._decided), all dropped when full
+# decisions a signature keeps (_Signature._decided), all dropped when full: a lab part repeats a few hundred
+# messages per signature; the keys are header fields, so a worker holds at most this many of them per signature
+DECIDED_PER_SIGNATURE = 1024
 _UNDECIDED = object()
 NO_LEVEL = "NONE"  # what a signature's `level` names an event without a level (vocabulary.Level)
 # a stack frame or the count of frames left out: no message on such a line
