@@ -138,10 +138,14 @@ def test_the_pass_finds_per_distinct_line_what_one_pass_over_the_lines_finds(tmp
         r"(\w+)Exception: \1 in",
         r"to FAILED with failure cause:[\s\S]*?Insufficient",
     ]
+    # entries that start on a byte of a line's timestamp, or across its end: run on whole lines (the others on
+    # the lines after their timestamps)
+    prefixed = [r"\d\d,\d{3} WARN ", r":\d\d,\d+ INFO  org\.apache", r"\d+ bytes each", r" - Source: "]
     entries = list(small_catalogue().entries)
     entries += [SimpleNamespace(id=f"test:{i}", regex=regex) for i, regex in enumerate(spanning)]
+    entries += [SimpleNamespace(id=f"prefixed:{i}", regex=regex) for i, regex in enumerate(prefixed)]
     index = catalogue_index(SimpleNamespace(entries=entries))
-    assert index is not None and len(index.spanning) >= len(spanning)
+    assert index is not None and len(index.spanning) >= len(spanning) and len(index.prefixed) == len(prefixed)
     log = _log(tmp_path)
     log = {"crlf": log.replace(b"\n", b"\r\n"), "no last newline": log.rstrip(b"\n")}.get(variant, log)
     data = np.frombuffer(log, dtype=np.uint8)
@@ -170,6 +174,7 @@ def test_the_pass_finds_per_distinct_line_what_one_pass_over_the_lines_finds(tmp
     got = list(zip(spans.tolist(), numbers.tolist(), strict=True))
     assert len(got) == len(set(got)) and set(got) == expected
     assert {f"test:{i}" for i in range(len(spanning))} <= {index.ids[e] for _, e in got}
+    assert {f"prefixed:{i}" for i in range(len(prefixed))} <= {index.ids[e] for _, e in got}
     alone = set()  # the pairs each line holds on its own
     for s in {s for s, _ in got}:
         one_pass.scan(data[begin[s] : end[s]].tobytes(), match_event_handler=lambda p, *_, s=s: alone.add((s, p)))

@@ -169,3 +169,71 @@ def test_the_job_found_elsewhere_in_an_event_is_pythons():
 
     assert _jobs(pa.array(texts), np.arange(len(texts))).to_pylist() == want
     assert want[2] is None and want[3] is None and want[0] == want[1] == job
+
+
+def test_a_pattern_starts_only_on_its_first_bytes():
+    """patterns.first_bytes: every match of a regex's Hyperscan pattern starts on one of them (its leftmost start,
+    by Hyperscan's SOM), for every regex the scan runs and a sample of the failure catalogue's, on the rules'
+    cases, their look-alike variants and a lab TaskManager's lines with CR LF ends: what lets the catalogue's
+    pass skip a line's leading timestamp for the patterns that cannot start on a byte of one."""
+    import tarfile
+
+    hyperscan = pytest.importorskip("hyperscan")
+    from conftest import DATA
+    from flinkdoctor.knowledge.catalogue import load_catalogue
+    from flinkdoctor.scan.patterns import Unsupported, first_bytes, hyperscan_pattern
+
+    with tarfile.open(DATA / "lab" / "1.20.3" / "network-buffers.tar.gz") as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith("taskexecutor-0-vm.log"))
+        lab = archive.extractfile(member).read()
+    texts = [text.encode() for text in corpus()[: len(corpus()) // 4]] + [lab, lab.replace(b"\n", b"\r\n")]
+    sample = random.Random(25).sample([e.regex for e in load_catalogue().entries], 1500)
+    checked, starting_on_digits = 0, 0
+    for regex in [r for _, r in regexes()] + sample:
+        try:
+            pattern = hyperscan_pattern(regex)
+        except Unsupported:
+            continue
+        if pattern is None:
+            continue
+        first = first_bytes(regex)
+        database = hyperscan.Database()
+        try:
+            flags = [hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_SOM_LEFTMOST]
+            database.compile(expressions=[pattern.encode()], ids=[0], elements=1, flags=flags)
+        except hyperscan.error:
+            continue  # too large to track its starts: not checked
+        starting_on_digits += bool(first & set(b"0123456789"))
+        for text in texts:
+            starts: list[int] = []
+            database.scan(text, match_event_handler=lambda i, a, b, f, c, s=starts: s.append(a))
+            for start in starts:
+                assert min(text[start], 0x80) in first, (
+                    f"{regex!r} -> {pattern!r} starts on {text[start : start + 20]!r}"
+                )
+                checked += 1
+    assert checked > 5000 and starting_on_digits > 10
+
+
+@pytest.mark.parametrize(
+    ("regex", "first"),
+    [
+        (r"Checkpoint \d+ expired", b"C"),
+        (r"(?i)timeout", b"Tt"),
+        (r"(?:Caused by: )?java\.io\.\w+Exception", b"j"),  # what can match nothing at the start is dropped
+        (r"\s*at \S+", b"a"),
+        (r"\s+at \S+", b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x80"),
+        (r"(?:foo|\d+ms)", b"f0123456789\x80"),
+        (r"^\bfailed", b"f"),
+        (r"[^a-z]", bytes(c for c in range(128) if not 0x61 <= c <= 0x7A) + b"\x80"),
+        (r"é", b"\x80"),
+    ],
+)
+def test_the_first_bytes_of_a_pattern(regex, first):
+    """first_bytes on the constructs: a literal, folded case, an optional group or repeat at the start (dropped,
+    as the pattern drops it), a class that holds a newline (a carriage return may come before it) and Unicode
+    spaces, an alternative, anchors (dropped), a negated class, a character outside ASCII (0x80 for its UTF-8
+    lead byte)."""
+    from flinkdoctor.scan.patterns import first_bytes
+
+    assert first_bytes(regex) == frozenset(first)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..knowledge.rulebook import Rule
 
 Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per (signature, event) pair
+Hit: TypeAlias = tuple[str, dict[str, str], int]  # a rule's id, its captures, the index of the matching line
 
 # The exception chain of an event (its own exception and every "Caused by"), for `exception` signatures.
 EXCEPTION_LINE = (
@@ -45,6 +46,10 @@ EXCEPTION_LINE = (
     r"|Failure)(?:\{[^\n]*|:[^\n]*)?)$"
 )
 _COMMA_UNDERSCORE = re.compile(r"[,_]")
+# decisions a signature keeps (_Signature._decided), all dropped when full: a lab part repeats a few hundred
+# messages per signature; the keys are header fields, so a worker holds at most this many of them per signature
+DECIDED_PER_SIGNATURE = 1024
+_UNDECIDED = object()
 NO_LEVEL = "NONE"  # what a signature's `level` names an event without a level (vocabulary.Level)
 # a stack frame or the count of frames left out: no message on such a line
 FRAME_REGEX = r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))"
@@ -106,34 +111,77 @@ class _Signature:
         """Whether the signature reads events of this source kind and level (its regexes aside)."""
         return (self.kinds is None or kind in self.kinds) and (not self.levels or (level or NO_LEVEL) in self.levels)
 
-    def match(self, event: Fields) -> tuple[str, dict[str, str], int] | None:
-        """(rule id, captures, index of the matching line) when the signature matches the event."""
+    @cached_property
+    def _compiled(self) -> tuple[tuple[tuple[str, re.Pattern[str]], ...], tuple[tuple[str, int], ...], int | None]:
+        """Its regexes compiled, each capture's regex and the line's by position among them: worked out once per
+        worker, not looked up by (field, regex) for each of the tens of thousands of events a part tries. The
+        same (field, regex) twice finds the same match; the last of them is read, as a dict of them would."""
+        at = {pair: i for i, pair in enumerate(self.regexes)}
+        return (
+            tuple((key, python_regex(regex)) for key, regex in self.regexes),
+            tuple((name, at[key, regex]) for name, key, regex in self.captures),
+            None if self.line is None else at.get(("text", self.line)),
+        )
+
+    def __getstate__(self) -> dict[str, object]:
+        """Its fields: what a worker works out and keeps (_compiled, _decided) is not shipped with a task."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @cached_property
+    def _decided(self) -> dict[tuple[str | None, str | None, str | None], Hit | None] | None:
+        """What it decided per (message, logger, thread), when it reads no text and no exception chain, kept
+        for those its message regexes matched in the header's message (no later line of the text read): then
+        these fields decide alone, and a lab part repeats a message thousands of times. None: it reads the text."""
+        return None if any(key in ("text", "exception") for key, _ in self.regexes) else {}
+
+    def match(self, event: Fields) -> Hit | None:
+        """(rule id, captures, index of the matching line) when the signature matches the event. A decision
+        kept (_decided) is shared, captures too: the caller reads them."""
         if not self.admits(event.kind, event.level):
             return None
-        found: dict[tuple[str, str], re.Match[str]] = {}
+        decided = self._decided
+        if decided is None:
+            return self._decide(event)[0]
+        key = (event.message, event.logger, event.thread)
+        hit = decided.get(key, _UNDECIDED)
+        if hit is not _UNDECIDED:
+            return hit  # type: ignore[return-value]
+        hit, by_fields = self._decide(event)
+        if by_fields:
+            if len(decided) >= DECIDED_PER_SIGNATURE:
+                decided.clear()
+            decided[key] = hit
+        return hit
+
+    def _decide(self, event: Fields) -> tuple[Hit | None, bool]:
+        """match's answer, and whether the fields decided it alone (no line below the first read)."""
+        regexes, captured, line = self._compiled
+        found: list[re.Match[str] | None] = []  # per regex, its match (None: an exception's, never read)
         at = 0  # the line of the message's match
-        for key, regex in self.regexes:
-            pattern = python_regex(regex)
+        by_fields = True
+        for key, pattern in regexes:
             if key == "exception":
                 if not any(pattern.search(e) for e in event.exception):
-                    return None
+                    return None, False
+                found.append(None)
                 continue
-            value = event.get(key)
+            value: str | None = getattr(event, key)
             if value is None:
-                return None
+                return None, by_fields
             hit = pattern.search(value)
             if hit is None and key == "message":
+                by_fields = False
                 hit, at = next(((h, i) for i, line in event.message_lines if (h := pattern.search(line))), (None, 0))
             if hit is None:
-                return None
-            found[key, regex] = hit
-        captures = {name: found[key, regex].group(name) or "" for name, key, regex in self.captures}
+                return None, by_fields
+            found.append(hit)
+        captures = {name: found[i].group(name) or "" for name, i in captured}  # type: ignore[union-attr]
         for name, gte, lte in self.where:
             number = _number(captures.get(name))
             if number is None or (gte is not None and number < gte) or (lte is not None and number > lte):
-                return None
-        line = found.get(("text", self.line)) if self.line is not None else None
-        return self.rule_id, captures, event.text.count("\n", 0, line.start()) if line else at
+                return None, by_fields
+        hit = None if line is None else found[line]
+        return (self.rule_id, captures, event.text.count("\n", 0, hit.start()) if hit else at), by_fields
 
 
 @dataclass(frozen=True)
@@ -146,10 +194,10 @@ class Matcher:
     metrics: dict[int, tuple[int, str, str]]  # signature number -> (the metric's position, line regex, a literal)
     catalogue: CatalogueIndex | None = None
 
-    def match(self, event: Fields, numbers: Iterable[int]) -> list[tuple[str, dict[str, str], int]]:
+    def match(self, event: Fields, numbers: Iterable[int]) -> list[Hit]:
         """The rules the event matches, in rule order, each with its first matching signature's captures and
         line; `numbers`: the signatures the prefilter named for it, ascending."""
-        matched: list[tuple[str, dict[str, str], int]] = []
+        matched: list[Hit] = []
         done = -1
         for number in numbers:
             signature = self.signatures.get(number)  # None: a metric's signature (analytics read those)

@@ -66,6 +66,47 @@ def hyperscan_pattern(java: str, whole_text: bool = False) -> str | None:
     return "".join(_node(op, av, flags) for op, av in items)
 
 
+def first_bytes(java: str) -> frozenset[int]:
+    """The bytes a match of hyperscan_pattern(java) (not whole_text) can start with: its ASCII ones, and 0x80
+    for any character outside ASCII (the lead byte of its UTF-8); every byte when a back reference can start it.
+    A match cannot start on a byte outside the set (the catalogue's pass skips a line's timestamp by it)."""
+    tree = parse(java)
+    found, _ = _first(_trimmed(list(tree), tree.state.flags), tree.state.flags)
+    return frozenset(found)
+
+
+def _first(items: list[Node] | ParseTree, flags: int) -> tuple[set[int], bool]:
+    """The first bytes of the nodes in turn, and whether all of them can match an empty string."""
+    found: set[int] = set()
+    for op, av in items:
+        first, nullable = _first_of(op, av, flags)
+        found |= first
+        if not nullable:
+            return found, False
+    return found, True
+
+
+def _first_of(op: object, av: NodeArg, flags: int) -> tuple[set[int], bool]:
+    if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY):
+        ascii_, others = _chars(op, av, flags)
+        return ascii_ | ({0x80} if others else set()) | ({0x0D} if NEWLINE in ascii_ else set()), False
+    if op in DROPPED:
+        return set(), True
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, POSSESSIVE):
+        first, nullable = _first(av[2], flags)
+        return first, nullable or av[0] == 0
+    if op is sre.SUBPATTERN:
+        return _first(av[3], (flags | av[1]) & ~av[2])
+    if op is ATOMIC:
+        return _first(av, flags)
+    if op is sre.BRANCH:
+        branches = [_first(branch, flags) for branch in av[1]]
+        return set().union(*(first for first, _ in branches)), any(nullable for _, nullable in branches)
+    if op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
+        return set(range(0x81)), True  # any text (ANY_TEXT), or none
+    raise Unsupported(f"regex construct {op}")
+
+
 def spans_lines(pattern: str) -> bool:
     """Whether a pattern hyperscan_pattern wrote can match a newline, and so run from one line into the next:
     every node that can is written with NEWLINE_MARK, a back reference as ANY_TEXT, and any other character is
