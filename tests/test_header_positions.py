@@ -236,3 +236,59 @@ def test_a_string_arrays_ascii_rows_are_arrows():
         assert ascii_rows(array).tolist() == want.tolist()
     assert ascii_rows(arrays[2]).all() and not ascii_rows(arrays[0]).all()
     assert ascii_rows(arrays[7]).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("layout", [layout.id for layout in load_layouts()])
+def test_only_the_time_and_host_of_events_read_for_them_are_taken(layout):
+    """scanner._header_fields with `only_timed` (the events of which the task reads only `ts` and `host`,
+    _Events._only_timed): per layout, on every real line and its look-alike variants (digits of other scripts,
+    Unicode spaces), some without a header, their `ts` and `host` are the ones of every field taken (the layout's
+    regex captures them), one line or several; where the layout has them at fixed places their other fields are
+    left null on ASCII lines, and a line beyond ASCII gets every field; the events not among them get every field."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.scanner import HEADER, Part, _header_fields, _timed_places
+
+    real = lines()
+    texts = real + [f"{real[i]}\n{real[i + 1]}" for i in range(0, len(real) - 1, 7)]
+    rng = np.random.default_rng(5)
+    headerless, only = rng.random(len(texts)) < 0.2, rng.random(len(texts)) < 0.9
+    part = Part(0, "a.log", 0, 1, 1, layout, False, True)
+    full = _header_fields(part, pa.array(texts), headerless)
+    light = _header_fields(part, pa.array(texts), headerless, only)
+    for name in ("ts", "host"):
+        assert light[name].to_pylist() == full[name].to_pylist(), name
+    ascii_only = only & np.array([text.split("\n", 1)[0].isascii() for text in texts])
+    cut = _timed_places(layout) is not None
+    for name in HEADER:
+        got, want = light[name].to_pylist(), full[name].to_pylist()
+        if name not in ("ts", "host"):
+            assert [v for v, o in zip(got, ascii_only, strict=True) if cut and o] == [None] * (
+                int(ascii_only.sum()) * cut
+            )
+            assert [g for g, o in zip(got, ascii_only, strict=True) if not (cut and o)] == [
+                w for w, o in zip(want, ascii_only, strict=True) if not (cut and o)
+            ], name
+    if layout == "flink-log4j2":
+        assert cut and any(full["ts"].to_pylist()) and any(full["logger"].to_pylist())
+        assert not ascii_only.all() and ascii_only.any()
+
+
+def test_a_layouts_levels_at_warn_are_among_the_pass_level_words():
+    """headers.levels_worded: a layout whose `level` group lists its words in upper or lower case (or that has
+    none) gives a level at WARN or above only where its first line holds one of the pass's level words (the same
+    words as WARN_WORDS); a word in mixed case, a flag that folds case or a level group of any other shape does
+    not say so. Every layout shipped says so but the JSON records' (a level of any capitals: every field taken)."""
+    from flinkdoctor.scan.headers import WARN_WORDS, levels_worded
+    from flinkdoctor.scan.prefilter import LEVEL_WORDS
+
+    assert set(LEVEL_WORDS) == WARN_WORDS
+    unsaid = [layout.id for layout in load_layouts() if not levels_worded(layout.header)]
+    assert unsaid == ["shape-record", "shape-record-untimed"]
+    assert levels_worded(r"^(?<ts>\S+) (?<level>info|warn|ERROR) (?<msg>.*)$")
+    assert levels_worded(r"^(?<ts>\S+) (?<msg>.*)$")
+    assert not levels_worded(r"^(?<ts>\S+) (?<level>INFO|Warn) (?<msg>.*)$")
+    assert not levels_worded(r"(?i)^(?<ts>\S+) (?<level>INFO|WARN) (?<msg>.*)$")
+    assert not levels_worded(r"^(?<ts>\S+) (?i:(?<level>INFO|WARN)) (?<msg>.*)$")
+    assert not levels_worded(r"^(?<ts>\S+) (?<level>\w+) (?<msg>.*)$")

@@ -242,3 +242,32 @@ def test_candidates_nothing_matched_are_left_out_of_the_events_file(rules, tmp_p
     assert pq.read_table(tmp_path / "events" / "part-00000.parquet").to_pylist() == events.to_pylist()
     rows = pa.concat_tables([r for b in kept if (r := flat_rows(b, spec, "flink-log4j2")[0]) is not None])
     assert pq.read_table(tmp_path / "measures" / "part-00000.parquet").to_pylist() == rows.to_pylist()
+
+
+def test_the_header_of_an_event_read_only_for_its_measures_is_taken_only_for_its_time(rules, tmp_path):
+    """A real lab JobManager log scanned as the task scans it (scan_part's `unmatched`: the caller leaves out the
+    measure-only events and the candidates nothing matched): of each measure-only event (the checkpoints'
+    triggers and completions) only `ts` and `host` are taken, its other header fields left null (nothing reads
+    them: _Events._only_timed), its time and measures as when every field is taken; every other event the
+    task keeps is the same row either way."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan import scanner
+
+    matcher, tasks, _ = _task(rules, tmp_path, "checkpoint-timeout.tar.gz", "standalonesession")
+
+    def rows(unmatched: bool) -> dict[tuple[int, int], dict]:
+        found = [scanner.scan_part(part, matcher.prefilter, matcher, unmatched) for part in tasks[0]]
+        batches = [out for outs in found for out in outs if not isinstance(out, scanner.PartStats)]
+        return {(r["block"], r["first_rel"]): r for r in pa.Table.from_batches(batches).to_pylist()}
+
+    every, task = rows(False), rows(True)
+    only = {key for key, row in every.items() if not scanner._events_rows(pa.RecordBatch.from_pylist([row]), True)}
+    assert len(only) >= 20 and len(every) > len(only)
+    unread = ("level", "logger", "thread", "uptime", "message")
+    for key, row in every.items():
+        if key in only:
+            assert task[key] == {**row, **dict.fromkeys(unread)}, key
+            assert row["logger"] and row["message"] and row["ts"]
+        else:
+            assert task[key] == row, key

@@ -30,6 +30,7 @@ WARN_WORDS = frozenset({"WARN", "WARNING", "ERROR", "FATAL", "SEVERE", "CRITICAL
 # a tail that matches any rest of a line: leaving it out of the test changes no answer
 ANY_TAIL = re.compile(r"\(\?<msg>\.\*\??\)(?:\\s\*)?\$$|\.\*\$$")
 LEVEL_GROUP = re.compile(r"\(\?<level>([A-Za-z|]+)\)")
+CASE_FLAG = re.compile(r"\(\?[a-zA-Z]*i")  # an inline flag that folds case, global or on a part
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,20 @@ def flag(test: HeaderTest, lines: pa.Array, regex: str | None = None) -> npt.NDA
     return np.array(  # lines read past a part's end are raw bytes: what is not UTF-8 is replaced, not a failure
         [pattern.match(line.decode("utf-8", "replace").rstrip("\r\n")) is not None for line in raw], dtype=bool
     )
+
+
+@cache
+def levels_worded(header: str) -> bool:
+    """Whether every level at WARN or above that a layout's `header` regex can give is written in upper or lower
+    case, as the pass looks for the level words (prefilter.LEVEL_WORDS): its `level` group is a list of words,
+    with no flag that folds case, or it has none. Then an event whose first line holds none of those words is
+    below WARN level, whatever its header's fields are."""
+    if "(?<level>" not in header:
+        return True
+    match = LEVEL_GROUP.search(header)
+    if match is None or python_regex(header).flags & re.IGNORECASE or CASE_FLAG.search(header):
+        return False
+    return all(word.isupper() or word.islower() for word in match.group(1).split("|") if word.upper() in WARN_WORDS)
 
 
 def header_fields(layout_id: str, header: str) -> dict[str, str]:

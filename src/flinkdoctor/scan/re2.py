@@ -186,13 +186,13 @@ def _positional(values: pa.Array, java: str) -> pa.Array:
     none = pa.scalar(None, values.type)
     names = group_names(java)
     columns = [  # (bytes are characters in ASCII text: a byte slice, cheaper than a slice of code units)
-        pc.if_else(matched, _byte_slice(values, *places[name]), none) if name in places else found.field(name)
+        pc.if_else(matched, byte_slice(values, *places[name]), none) if name in places else found.field(name)
         for name in names
     ]
     return pa.StructArray.from_arrays(columns, names=names, mask=pc.invert(matched))
 
 
-def _byte_slice(values: pa.Array, first: int, end: int) -> pa.Array:
+def byte_slice(values: pa.Array, first: int, end: int) -> pa.Array:
     """Bytes [first, end) of each of the (ASCII) strings."""
     import pyarrow as pa
     import pyarrow.compute as pc

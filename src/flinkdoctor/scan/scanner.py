@@ -41,12 +41,12 @@ from ..runtime.worker import prepare_task
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
-from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test
+from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test, levels_worded
 from .matcher import EXCEPTION_LINE, Fields, Matcher
 from .measure import measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
-from .re2 import extract, matching, re2_regex
+from .re2 import ascii_rows, byte_slice, extract, group_names, matching, positional_groups, re2_regex
 from .taskfile import TaskFile, filesystem_of
 from .times import Zones, with_time
 
@@ -351,7 +351,8 @@ def scan_part(
 ) -> Iterator[pa.RecordBatch | PartStats]:
     """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats. `unmatched`: the candidates
     the matcher matched nothing on are left in the batches, for the caller to leave out (_matched); they count
-    nothing."""
+    nothing. The caller leaves out the measure-only events too (_events_rows): of them and of those candidates,
+    only the header's `ts` and `host` are taken (_Events._only_timed), the other fields left null."""
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
@@ -509,6 +510,8 @@ class _Events:
         keep[list(repeats)] = True
         keep = np.flatnonzero(keep)
         maskable = _maskable(prefilter, hits)
+        worded = np.zeros(len(self.first), dtype=bool)  # (the events below WARN level are among the others)
+        worded[hits.level_words] = True
         rows = np.full(len(self.first), -1, dtype=np.int64)
         for chunk in range(0, len(keep), OUT_EVENTS):
             part = keep[chunk : chunk + OUT_EVENTS]
@@ -516,7 +519,9 @@ class _Events:
             rows[part] = np.arange(len(part))
             here = _within(found, part[0], part[-1])
             tried_here = here if tried is found else _within(tried, part[0], part[-1])
-            yield self._batch(part, capped, here, tried_here, rows, matcher, entries, repeats, maskable, unmatched)
+            yield self._batch(
+                part, capped, here, tried_here, rows, matcher, entries, repeats, maskable, worded, unmatched
+            )
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
         """Per signature, the candidate events the matcher tries it on: `found`, less the events where a pattern of
@@ -654,6 +659,7 @@ class _Events:
         entries: Candidates,
         repeats: dict[int, int],
         maskable: Flags | None,
+        worded: Flags,
         unmatched: bool,
     ) -> pa.RecordBatch:
         import pyarrow as pa
@@ -668,7 +674,8 @@ class _Events:
         first, part = self.first[keep], self.part
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
-        fields = _header_fields(part, text, headerless)
+        only_timed = self._only_timed(keep, tries, masked, entries, worded, matcher) if unmatched else None
+        fields = _header_fields(part, text, headerless, only_timed)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(
@@ -703,6 +710,37 @@ class _Events:
             return batch
         needed = _matched(batch)
         return batch if pc.all(needed).as_py() else batch.filter(needed)  # a candidate nothing matched is not kept
+
+    def _only_timed(
+        self,
+        keep: Positions,
+        tries: pa.ListArray,
+        masked: Flags,
+        entries: Candidates,
+        worded: Flags,
+        matcher: Matcher | None,
+    ) -> Flags | None:
+        """Per kept event, whether the task reads no field of its header but `ts` and `host`, when the caller
+        leaves out the measure-only events and the candidates nothing matched (scan_part's `unmatched`; a matcher
+        decided them): the event is one line, no rule's signature is tried on it, it is no catalogue candidate,
+        its text is not masked, and its first line holds no level word at WARN or above, so it is below WARN
+        level (headers.levels_worded). Such an event comes out measure-only, or matching nothing: its events row
+        is left out (_events_rows), and its measured rows read only its time and host (measured.flat_rows).
+        A long run's JobManager part is mostly such events (a checkpoint's trigger and completion). None: every
+        event's fields are read."""
+        import numpy as np
+
+        if matcher is None or not levels_worded(layout_by_id(self.part.layout).header):
+            return None
+        offsets = tries.offsets.to_numpy()
+        of_try = np.repeat(np.arange(len(keep)), np.diff(offsets))
+        ruled = np.zeros(len(keep), dtype=bool)
+        ruled[of_try[tries.values.to_numpy()[offsets[0] : offsets[-1]] < matcher.first_metric]] = True
+        first = self.first[keep]
+        only: Flags = ~ruled & ~masked & ~worded[keep] & (self.rel[first] == self.rel[self.last[keep]])
+        if entries.entries:
+            only &= ~np.isin(keep, np.fromiter(entries.entries, dtype=np.int64, count=len(entries.entries)))
+        return only
 
     def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
         """The byte span of each event's text (up to its `capped` line): only the kept events' are worked out, not
@@ -1076,16 +1114,29 @@ def _masked(text: pa.Array, maskable: Flags | None = None) -> tuple[pa.Array, Fl
 HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
-def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
+def _header_fields(
+    part: Part, text: pa.Array, headerless: Flags, only_timed: Flags | None = None
+) -> dict[str, pa.Array]:
     """Per event, its header's fields by the layout's regex (none for an event without a header), the message
     the header's own when the layout names none, the level in upper case, the layout's fixed logger: Arrow
     arrays, taken by RE2 over all the events' first lines at once (re2.py; Python's `re` per event only for a
-    layout RE2 cannot read exactly)."""
+    layout RE2 cannot read exactly). `only_timed`: the events of which only `ts` and `host` are read
+    (_Events._only_timed): where the layout has them at fixed places, they are cut there from the lines its
+    regex matches, the other fields left null (_timed_fields), and only the other events' fields are captured."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     heads = _first_lines(text)
+    if only_timed is not None and only_timed.any() and part.layout != "none" and _timed_places(part.layout) is not None:
+        timed = only_timed & ascii_rows(heads)  # (a character is a byte: the places are bytes)
+        light = _timed_fields(part.layout, heads, headerless)  # (over every row: no copy of most of them)
+        if timed.all():
+            return light
+        rest = np.flatnonzero(~timed)
+        full = _header_fields(part, text.take(pa.array(rest)), headerless[rest])
+        others = pa.array(~timed)
+        return {name: pc.replace_with_mask(light[name], others, full[name]) for name in HEADER}
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
@@ -1120,6 +1171,43 @@ def _header_fields(part: Part, text: pa.Array, headerless: Flags) -> dict[str, p
         values = np.full(n, np.nan)
         values[at] = [_float(v) if _float(v) is not None else np.nan for v in uptime.take(pa.array(at)).to_pylist()]
         columns["uptime"] = pa.array(values, pa.float64(), mask=np.isnan(values))
+    return columns
+
+
+@cache
+def _timed_places(layout_id: str) -> dict[str, tuple[int, int]] | None:
+    """The places of the layout's `ts` and `host` groups (those it has) in an ASCII first line its regex matches,
+    when both are at fixed places (re2.positional_groups); None otherwise, or when RE2 cannot read the regex."""
+    prefix = _header_prefix(layout_by_id(layout_id).header)
+    if prefix is None:
+        return None
+    places = {name: (first, end) for name, first, end in positional_groups(prefix)}
+    wanted = [name for name in ("ts", "host") if name in group_names(prefix)]
+    return {name: places[name] for name in wanted} if all(name in places for name in wanted) else None
+
+
+def _timed_fields(layout_id: str, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
+    """Per event (its first line; read right only when ASCII), the `ts` and `host` _header_fields gives, cut at
+    their places (_timed_places) where the layout's regex matches, with no group captured (RE2 decides whether
+    it matches without tracking groups, a third of capturing them); every other field null."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    places = _timed_places(layout_id)
+    assert places is not None
+    prefix = _header_prefix(layout_by_id(layout_id).header)
+    assert prefix is not None
+    n = len(heads)
+    columns = {name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER}
+    if not n or not places:
+        return columns
+    matched = pc.match_substring_regex(heads, re2_regex(prefix, True, frozenset(group_names(prefix))))
+    has = pc.and_(matched, pa.array(~np.asarray(headerless, dtype=bool)))
+    none = pa.scalar(None, pa.string())
+    for name, (first, end) in places.items():
+        values = byte_slice(heads, first, end)
+        columns[name] = pc.if_else(pc.and_kleene(has, pc.not_equal(values, "")), values, none)
     return columns
 
 
