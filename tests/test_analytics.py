@@ -2207,3 +2207,33 @@ def test_a_median_is_statistics_median_sorted_in_python_or_by_numpy():
         values = rng.permutation(rng.integers(0, 10**6, n).astype(np.float64) * 100)
         wanted = statistics.median(values.tolist())
         assert checkpoints._median(values) == checkpoints._median(values.tolist()) == wanted
+
+
+def test_the_measures_are_let_go_before_the_failure_catalogue_loads(spark, rules, tmp_path, monkeypatch):
+    """extract's measures (a long run's checkpoint columns: hundreds of MiB at 8 GiB of production logs) are
+    no longer referenced when the failure catalogue (~65 MiB) is loaded: held together they made the driver's
+    peak. Checked by a weak reference, not by memory figures, which the machine's load makes unreliable."""
+    import gc
+    import weakref
+
+    from flinkdoctor import pipeline
+
+    made: list[weakref.ref] = []
+    alive: list[bool] = []
+    extract, load = pipeline.extract, pipeline.load_catalogue
+
+    def extracted(*args, **kwargs):
+        measures = extract(*args, **kwargs)
+        made.append(weakref.ref(measures))
+        return measures
+
+    def loading():
+        gc.collect()
+        alive.append(any(ref() is not None for ref in made))
+        return load()
+
+    monkeypatch.setattr(pipeline, "extract", extracted)
+    monkeypatch.setattr(pipeline, "load_catalogue", loading)
+    report = pipeline.diagnose([LAB / "1.20.3" / "checkpoint-timeout.tar.gz"], spark=spark, rules=rules)
+    assert report.checkpoints.jobs and made  # (measured checkpoints)
+    assert alive == [False]  # the catalogue was loaded once, the measures gone by then

@@ -167,11 +167,15 @@ def diagnose_bundles(
     measured = measures.by_bundle(bundle_of, len(manifests))  # (a long run's checkpoints in columns too)
     by_id = {rule.id: rule for rule in rules}
     every = {**analytics_rules(), **by_id}
-    diagnosed = []
+    analysed = []
     for b, view in enumerate(views):
         own = {rule: n for (bundle, rule), n in counts.items() if bundle == b}
-        diagnosed.append(_diagnose_one(view, found[b], own, measured[b], hits[b], by_id, every, flink_version))
-    del measures, measured  # (a long run's checkpoint columns: not held through the unexplained errors' lap)
+        analysed.append(_analysed(view, found[b], own, measured[b], by_id, flink_version))
+    del measures, measured  # a long run's checkpoint columns: let go before the failure catalogue is loaded
+    diagnosed = [
+        _concluded(view, one, hits[b], every) for b, (view, one) in enumerate(zip(views, analysed, strict=True))
+    ]
+    del analysed
     lap("analytics_s")
     explained = explained_events(
         f for one in diagnosed for f in [*one.findings, *(f for c in one.outcome.derived for f in c.instances)]
@@ -205,6 +209,17 @@ def diagnose_bundles(
 
 
 @dataclass(frozen=True)
+class _Analysed:
+    """One bundle's findings that hold for its version, with the analytics' context findings among them."""
+
+    findings: list[Finding]
+    counts: dict[str, int]
+    analytics: Analytics
+    version: str | None
+    version_source: str
+
+
+@dataclass(frozen=True)
 class _One:
     findings: list[Finding]
     counts: dict[str, int]
@@ -215,17 +230,17 @@ class _One:
     version_source: str
 
 
-def _diagnose_one(
+def _analysed(
     manifest: Manifest,
     findings: list[Finding],
     counts: dict[str, int],
     measures: list[Measure],
-    hits: list[CatalogueHit],
     rules: dict[str, Rule],
-    every: dict[str, Rule],
     flink_version: str | None,
-) -> _One:
-    """One bundle on the driver: its version, the rules that hold for it, the analytics, correlation, fallback."""
+) -> _Analysed:
+    """One bundle on the driver: its version, the rules that hold for it, the analytics. Apart from what
+    follows (_concluded) so that a long run's checkpoint columns are let go before the failure catalogue is
+    loaded: held together they made the driver's peak (extract's columns and the catalogue's ~65 MiB)."""
     version, version_source = (
         (flink_version, "option")
         if flink_version
@@ -238,10 +253,15 @@ def _diagnose_one(
     findings, counts = keep_applicable(findings, counts, rules, version)  # rules limited to other versions
     analytics = analyse(measures, manifest, version)  # checkpoint series, configuration audit: context findings
     findings, counts = findings + analytics.findings, {**analytics.counts, **counts}
-    roots = correlate(findings, counts, every)
+    return _Analysed(findings, counts, analytics, version, version_source)
+
+
+def _concluded(manifest: Manifest, one: _Analysed, hits: list[CatalogueHit], every: dict[str, Rule]) -> _One:
+    """One analysed bundle's correlation and fallback (the failure catalogue's messages found in it)."""
+    roots = correlate(one.findings, one.counts, every)
     catalogued = Catalogued.of(hits, load_catalogue()) if hits else Catalogued()  # the code's own messages found
-    outcome = fallback(findings, counts, roots, every, {s.kind for s in manifest.sources}, catalogued)
-    return _One(findings, counts, roots, outcome, analytics, version, version_source)
+    outcome = fallback(one.findings, one.counts, roots, every, {s.kind for s in manifest.sources}, catalogued)
+    return _One(one.findings, one.counts, roots, outcome, one.analytics, one.version, one.version_source)
 
 
 def combine(manifests: Sequence[Manifest]) -> tuple[Manifest, list[Manifest], dict[int, int]]:
