@@ -137,10 +137,15 @@ def test_a_full_stdout_is_exit_2_with_one_line():
     assert done.stderr == b"flinkdoctor: cannot write to stdout: No space left on device\n"
 
 
-def test_an_error_said_to_a_closed_stderr_keeps_its_exit_code():
-    done = _closed_reader("rules", "show", "no-such-rule", stderr_closed=True)
-    assert done.returncode == 2
-    assert done.stdout == b""
+@pytest.mark.parametrize(
+    "args", [("rules", "show", "no-such-rule"), ("no-such-command",)], ids=["ours", "click's usage error"]
+)
+def test_an_error_said_to_a_closed_or_full_stderr_keeps_its_exit_code(args):
+    done = _closed_reader(*args, stderr_closed=True)
+    assert (done.returncode, done.stdout) == (2, b"")
+    with open(os.devnull.replace("null", "full"), "w") as full:
+        done = subprocess.run([*EXE, *args], stdout=subprocess.PIPE, stderr=full, timeout=600)
+    assert (done.returncode, done.stdout) == (2, b"")
 
 
 @pytest.mark.spark  # starts Spark in a subprocess

@@ -187,3 +187,13 @@ def test_a_list_made_as_it_is_read_is_read_once_and_in_pieces():
     text = first + "".join(pieces)
     assert made == list(range(1000))
     assert text == json.dumps({"jobs": [job(n) for n in range(1000)]}, indent=2, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("unsafe", ["\x7f", "\x85", "\u061c", "\u200b", "\u2028", "\u202e", "\u2066", "\ufeff"])
+def test_a_character_a_terminal_or_editor_acts_on_is_escaped_in_ascii_text_too(unsafe):
+    """The escape pass lets a piece through untouched when it is ASCII: DEL is ASCII, and must still be escaped
+    (review14a: the DEL test dropped, no test failed)."""
+    from flinkdoctor.views.contract import _escaped
+
+    assert _escaped(f"plain {unsafe} text") == f"plain \\u{ord(unsafe):04x} text"
+    assert _escaped("plain text") == "plain text"

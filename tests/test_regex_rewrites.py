@@ -227,6 +227,8 @@ def test_a_pattern_starts_only_on_its_first_bytes():
         (r"^\bfailed", b"f"),
         (r"[^a-z]", bytes(c for c in range(128) if not 0x61 <= c <= 0x7A) + b"\x80"),
         (r"é", b"\x80"),
+        (r"(a?1)bq", b"a1"),  # an optional start inside a group: what follows it can start the match too
+        (r"((?:ab|cd|)9)zz", b"ac9"),  # an empty alternative: so can what follows the branch
     ],
 )
 def test_the_first_bytes_of_a_pattern(regex, first):

@@ -6,6 +6,7 @@ TaskManager), with the rules, the metrics and the small catalogue of test_catalo
 
 from __future__ import annotations
 
+import re
 import tarfile
 from types import SimpleNamespace
 
@@ -229,3 +230,33 @@ def test_an_entry_whose_first_bytes_are_unknown_runs_on_whole_lines(monkeypatch,
     entries = [SimpleNamespace(id="a", regex=r"Insufficient number of network buffers")]
     index = catalogue.catalogue_index(SimpleNamespace(entries=entries))
     assert index is not None and index.patterns and index.on_prefix == (0,) and index.entries_of == ((0,),)
+
+
+def test_a_signature_that_reads_the_text_decides_each_event_and_the_kept_decisions_are_bounded(monkeypatch):
+    """A signature with a text regex keeps no decision: two events with the same header fields but other lines
+    get their own answers (review14a: keeping them for `exception` signatures only changed 44 answers). And a
+    header-only signature keeps at most DECIDED_PER_SIGNATURE decisions (a part's distinct messages are many)."""
+    from flinkdoctor.knowledge.rulebook import Rule, Signature
+    from flinkdoctor.scan import matcher as matching
+
+    with tarfile.open(BUNDLE) as archive:
+        member = next(m for m in archive.getmembers() if m.name.endswith(TASKMANAGER))
+        lines = archive.extractfile(member).read().decode("utf-8").split("\n")
+    at = next(i for i, line in enumerate(lines) if "to FAILED with failure cause" in line)
+    failed, cause = lines[at].partition(" - ")[2], lines[at + 1]
+    signature = Signature(message=r"to FAILED", text=r"(?m)^" + re.escape(cause.split(":")[0]))
+    rule = Rule("t", "t", "other", "cause", (signature,), "", (), "t.yaml")
+    built = matching.build_matcher([rule], catalogue=None)
+    task = "org.apache.flink.runtime.taskmanager.Task"
+    with_cause = matching.Fields(lines[at] + "\n" + cause, failed, "WARN", task, "t", "taskmanager")
+    without = matching.Fields(lines[at], failed, "WARN", task, "t", "taskmanager")
+    assert built.match(with_cause, [0]) == [("t", {}, 1)] and built.match(without, [0]) == []
+    assert built.signatures[0]._decided is None
+
+    monkeypatch.setattr(matching, "DECIDED_PER_SIGNATURE", 3)
+    header = matching.build_matcher(
+        [Rule("h", "h", "other", "cause", (Signature(message="FAILED"),), "", (), "h.yaml")], catalogue=None
+    )
+    for number in range(10):
+        header.match(matching.Fields(failed, f"{failed} {number}", "WARN", task, "t", "taskmanager"), [0])
+        assert len(header.signatures[0]._decided) <= 3

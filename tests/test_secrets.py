@@ -405,9 +405,11 @@ def test_a_sensitive_keys_value_is_masked_whole_in_any_shape():
     assert record == {"key": "s3.secret-key", "value": [MASK], "default": {"a": MASK}}
 
 
-def test_a_counter_keeps_its_counts_when_masked():
-    """A Counter that needed masking came back counting its (key, count) pairs as new keys."""
+def test_a_counter_keeps_its_counts_and_an_ordered_dict_its_items_when_masked():
+    """A Counter that needed masking came back counting its (key, count) pairs as new keys; the first fix of it
+    (dict.update) gave an OrderedDict back that iterated as empty (review14a)."""
     import collections
+    import json
 
     from flinkdoctor.safety.masking import scrub
 
@@ -415,6 +417,9 @@ def test_a_counter_keeps_its_counts_when_masked():
     done = scrub(seen)
     assert type(done) is collections.Counter and "Pw-Canary-9" not in repr(done)
     assert done == collections.Counter({"connect to jdbc:mysql://svc:******@db/x": 2, "plain": 3})
+    ordered = scrub(collections.OrderedDict([("b", "x"), ("a", "password=Pw-Canary-10")]))
+    assert type(ordered) is collections.OrderedDict and list(ordered.items()) == [("b", "x"), ("a", "password=******")]
+    assert json.dumps(ordered) == '{"b": "x", "a": "password=******"}'
 
 
 def test_a_records_field_of_a_sensitive_name_is_masked_whole():

@@ -14,9 +14,10 @@ from conftest import DATA
 pytestmark = pytest.mark.unit
 
 
-def _task(rules, work: Path, bundle: str, log_name: str):
-    """The log of the bundle's member whose name holds `log_name`, scanned by scanner.run as one task, its events'
-    file and measured rows written to `work`/events and `work`/measures: its matcher, plan and measured rows' spec."""
+def _task(rules, work: Path, bundle: str, log_name: str, first: bytes = b""):
+    """The log of the bundle's member whose name holds `log_name` (`first` before its first line), scanned by
+    scanner.run as one task, its events' file and measured rows written to `work`/events and `work`/measures: its
+    matcher, plan and measured rows' spec."""
     import dataclasses
 
     import pyarrow as pa
@@ -30,7 +31,7 @@ def _task(rules, work: Path, bundle: str, log_name: str):
     with tarfile.open(DATA / "lab" / "1.20.3" / bundle) as archive:
         member = next(m for m in archive.getmembers() if "/log/" in m.name and log_name in m.name)
         log = work / Path(member.name).name
-        log.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+        log.write_bytes(first + archive.extractfile(member).read())  # type: ignore[union-attr]
     metrics = load_metrics()
     matcher = build_matcher(rules, tuple(m.line for m in metrics), catalogue=small_catalogue())
     tasks = plan(ingest([log], work / "in").text_sources, SPLIT_BYTES)
@@ -271,3 +272,20 @@ def test_the_header_of_an_event_read_only_for_its_measures_is_taken_only_for_its
             assert row["logger"] and row["message"] and row["ts"]
         else:
             assert task[key] == row, key
+
+
+def test_a_catalogue_candidate_keeps_its_fields_when_the_task_leaves_out_the_measure_only_events(rules, tmp_path):
+    """An event below WARN that no rule tries but the failure catalogue names (here a headerless line, as a
+    pasted excerpt or a cut log begins: the catalogue entry's own message) keeps every field it has in the task's
+    mode: only measure-only events are read for their time alone (review14a: dropping the candidates' test gave
+    it no message)."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan import scanner
+
+    line = b"No tokens obtained so skipping notifications"  # the catalogue's entry (tests/data/catalogue)
+    matcher, tasks, _ = _task(rules, tmp_path, "checkpoint-timeout.tar.gz", "standalonesession", line + b"\n")
+    found = [scanner.scan_part(part, matcher.prefilter, matcher, True) for part in tasks[0]]
+    batches = [out for outs in found for out in outs if not isinstance(out, scanner.PartStats)]
+    first = next(r for r in pa.Table.from_batches(batches).to_pylist() if (r["block"], r["first_rel"]) == (0, 1))
+    assert first["message"] == line.decode() and first["entries"]

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as err:  # click's own usage errors
-        err.show()
+        with outbound.written(err=True):  # a stderr that fails loses the line, not the exit code
+            err.show()
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort as abort:  # click turns Ctrl-C (and our SIGTERM) into Abort, the signal its cause
         if isinstance(abort.__cause__, KeyboardInterrupt):

@@ -7,10 +7,10 @@ Exit codes are an interface: CI and alerting read them, so a crash must never lo
     │   ├── RuleError       exit 2   rule or layout files that fail validation (file:line: reason, every problem)
     │   └── WorkDirError    exit 2   a work dir that is not flinkdoctor's own (it is never emptied), or that
     │                                cannot be created or written
-    └── InputError          exit 3   input that cannot be read: a missing path, nothing readable, an unsafe
-                                     archive, one that would unpack too large or fill the disk
+    ├── InputError          exit 3   input that cannot be read: a missing path, nothing readable, an unsafe
+    │                                archive, one that would unpack too large or fill the disk
+    └── OutputClosed        exit 141 stdout's reader went away (`| head`): nothing more is said
 
-    OutputClosed            exit 141 stdout's reader went away (`| head`): nothing more is said
     anything else                    exit 4   an internal error: one line on stderr, the traceback in a log file
     SIGINT / SIGTERM                 exit 130 / 143   interrupted or terminated: what the run wrote is removed
 

@@ -285,7 +285,8 @@ def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None 
         return dict(items)
     new = copy.copy(node)
     new.clear()
-    dict.update(new, items)  # dict's own: a Counter's update would count the pairs
+    for key, value in items:  # one by one: a Counter's update would count the pairs, dict.update skips an
+        new[key] = value  # OrderedDict's own order
     return new
 
 
@@ -317,7 +318,8 @@ def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 def _hidden(value: Any) -> Any:
     """A sensitive key's value, all of it: each string, number and bytes in it masked whole, its shape kept (a
     list of tokens, a mapping of credentials, as a REST answer or a configuration may hold them). Nothing, a
-    flag and an empty text are shown as they are: they tell that the setting is unset or off."""
+    flag and an empty text are shown as they are: they tell that the setting is unset or off. A record (a
+    dataclass) under such a key is masked by its own fields' names, as anywhere."""
     if isinstance(value, bool) or value is None or (isinstance(value, (str, bytes, bytearray)) and not value):
         return value
     if isinstance(value, (str, int, float)):

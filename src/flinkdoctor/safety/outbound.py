@@ -3,6 +3,7 @@ passing the one masker (masking.py) here.
 
     echo(text)                 a line for a person on stdout or stderr
     console()                  a rich Console for the terminal views (report, fleet, rule tables), every write masked
+    written()                  a write to stdout or stderr whose failure is an exit code (errors.py), not a crash
     show / show_terminal       a report (a diagnosis, a fleet report) rendered by a view from its masked model
     show_chunks                the same, the view's text made piece by piece (the JSON view of many jobs)
 
@@ -51,6 +52,7 @@ __all__ = [
     "write_bytes",
     "write_json",
     "write_text",
+    "written",
 ]
 
 
@@ -60,7 +62,7 @@ class Masked(str):
 
 
 @contextlib.contextmanager
-def _written(err: bool = False) -> Iterator[None]:
+def written(err: bool = False) -> Iterator[None]:
     """A write to stdout (or stderr, `err`) that fails as errors.py says, not as a crash or a finding: a reader
     gone (`| head`) is OutputClosed, exit 141; stdout that takes no more (a full disk) exit 2; stderr's line is
     lost, with no one to say it to. The stream that failed is pointed at /dev/null, so that Python's own flush at
@@ -70,7 +72,9 @@ def _written(err: bool = False) -> Iterator[None]:
     except OSError as failed:
         stream = sys.stderr if err else sys.stdout
         with contextlib.suppress(OSError, ValueError):  # a stream with no file behind it is left as it is
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            nowhere = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(nowhere, stream.fileno())
+            os.close(nowhere)
         if err:
             return
         if isinstance(failed, BrokenPipeError):
@@ -82,25 +86,25 @@ def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     """One message for a person, masked (click.echo: the stream's encoding)."""
     import click
 
-    with _written(err):
+    with written(err):
         click.echo(text if isinstance(text, Masked) else mask(text), err=err, nl=nl)
 
 
 class _MaskedStream:
     """A text stream that masks every write: what a rich Console renders (it writes a whole print at once).
-    A failed write or flush is `_written`'s: rich would make a closed pipe exit 1."""
+    A failed write or flush is `written`'s: rich would make a closed pipe exit 1."""
 
     def __init__(self, stream: IO[str], err: bool) -> None:
         self._stream = stream
         self._err = err
 
     def write(self, text: str) -> int:
-        with _written(self._err):
+        with written(self._err):
             return int(self._stream.write(mask(text) or ""))
         return 0
 
     def flush(self) -> None:
-        with _written(self._err):
+        with written(self._err):
             self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding: the terminal's own
@@ -126,7 +130,7 @@ def show(report: Any, view: Callable[[Any], str], *, to: PathArg | None = None, 
         return
     import click
 
-    with _written():
+    with written():
         click.echo(text, nl=nl)
 
 
@@ -173,7 +177,7 @@ class _Spool:
 def _echo_piece(text: str) -> None:
     import click
 
-    with _written():
+    with written():
         click.echo(text, nl=False)
 
 
@@ -208,10 +212,15 @@ class _HeldStdout:
 def show_terminal(report: Any, view: Callable[[Any, Any], None], **options: Any) -> None:
     """`view(masked report, console)` for a view that prints (the terminal's) to a masked console, on stdout
     whole or not at all, as `show_chunks`."""
-    with _written():
-        with _whole_or_nothing(sys.stdout.write) as held:  # (as rich wrote: its colour kept, never stripped)
-            view(scrub(report), console(file=_HeldStdout(held), **options))
+    with _whole_or_nothing(_to_stdout) as held:  # (as rich wrote: its colour kept, never stripped)
+        view(scrub(report), console(file=_HeldStdout(held), **options))
+    with written():
         sys.stdout.flush()
+
+
+def _to_stdout(text: str) -> None:
+    with written():
+        sys.stdout.write(text)
 
 
 def write_text(path: PathArg, text: str) -> Path:

@@ -88,11 +88,6 @@ class Fields:
                 found.append((index, line.lstrip()))
         return found
 
-    def get(self, name: str) -> str | None:
-        """A text field by name (text, message, level, logger, thread, kind)."""
-        value: str | None = getattr(self, name)
-        return value
-
 
 @dataclass(frozen=True)
 class _Signature:
