@@ -153,3 +153,28 @@ def test_a_finding_into_a_closed_pipe_is_not_reported_as_the_finding():
     """`--fail-on` matches here (exit 1 when the report is read, tests/test_cli.py); with no one reading it, 141."""
     done = _closed_reader("diagnose", str(DATA / "seeds" / "003"), "--format", "json", "--fail-on", "host-stall")
     assert (done.returncode, done.stderr) == (141, b"")
+
+
+TERMINATED_WHILE_RUNNING = """
+import os, signal, time
+import flinkdoctor.cli as cli
+def terminated(*args, **kwargs):  # SIGTERM while the command runs, before anything went to stderr
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+cli.load_rules = terminated
+cli.main(["rules", "list"])
+"""
+
+
+def test_a_signal_with_a_failing_stderr_keeps_the_signals_exit_code(tmp_path):
+    """click writes ^C's blank line to stderr itself: a closed or full stderr made that an internal error, exit 4
+    with a crash log (review14b), where SIGTERM is 143."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    env["FLINKDOCTOR_LOG_DIR"] = str(tmp_path)
+    done = _closed_reader("-c", TERMINATED_WHILE_RUNNING, stderr_closed=True, exe=[sys.executable])
+    assert done.returncode == 143
+    with open(os.devnull.replace("null", "full"), "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", TERMINATED_WHILE_RUNNING], stdout=subprocess.PIPE, stderr=full, env=env, timeout=60
+        )
+    assert done.returncode == 143 and not list(tmp_path.iterdir())  # no crash log

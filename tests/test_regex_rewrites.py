@@ -229,6 +229,7 @@ def test_a_pattern_starts_only_on_its_first_bytes():
         (r"é", b"\x80"),
         (r"(a?1)bq", b"a1"),  # an optional start inside a group: what follows it can start the match too
         (r"((?:ab|cd|)9)zz", b"ac9"),  # an empty alternative: so can what follows the branch
+        (r"((?:a?)+b)q", b"ab"),  # a repeat of what can match nothing: what follows it can start the match
     ],
 )
 def test_the_first_bytes_of_a_pattern(regex, first):

@@ -381,8 +381,16 @@ def test_a_sensitive_keys_value_is_masked_whole_in_any_shape():
     mapping of credentials or raw bytes under it left whole (as a REST answer or a parsed configuration may hold
     them). Now each string, number and bytes in it is masked, its shape kept; unset, off and empty stay shown."""
     import collections
+    import dataclasses
+    import decimal
+    import types
 
     from flinkdoctor.safety.masking import MASK, scrub
+
+    @dataclasses.dataclass
+    class Login:
+        user: str
+        secret: str
 
     answer = {
         "token": ["Tk-Canary-1", "Tk-Canary-2"],
@@ -390,6 +398,11 @@ def test_a_sensitive_keys_value_is_masked_whole_in_any_shape():
         "passwords": ("Pw-Canary-4",),
         "api-key": b"Ak-Canary-5",
         "tokens": collections.deque(["Tk-Canary-6"], maxlen=3),
+        "token-set": {"Tk-Canary-13"},
+        "password-ratio": 1.5,
+        "secret-amount": decimal.Decimal("4713.5"),
+        "secrets": types.MappingProxyType({"a": "Sc-Canary-14"}),
+        "credential": Login("svc-user", "Pw-Canary-15"),
         "password": None,
         "secret-set": False,
         "token-empty": "",
@@ -401,6 +414,8 @@ def test_a_sensitive_keys_value_is_masked_whole_in_any_shape():
     assert done["credentials"] == {"user": MASK, "secret": MASK, "port": MASK}
     assert done["tokens"].maxlen == 3 and list(done["tokens"]) == [MASK]
     assert (done["password"], done["secret-set"], done["token-empty"], done["name"]) == (None, False, "", "job")
+    assert (done["token-set"], done["password-ratio"], done["secret-amount"]) == ({MASK}, MASK, MASK)
+    assert done["secrets"] == {"a": MASK} and done["credential"] == Login(MASK, MASK)
     record = scrub({"key": "s3.secret-key", "value": ["Sk-Canary-7"], "default": {"a": "Sk-Canary-8"}})
     assert record == {"key": "s3.secret-key", "value": [MASK], "default": {"a": MASK}}
 

@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt as stop:
         _stopped(stop)
     except Exception as err:  # noqa: BLE001 - the one place that turns a crash into exit 4 with a log file
+        if isinstance(err, OSError) and isinstance(err.__context__, KeyboardInterrupt):
+            _stopped(err.__context__)  # click said ^C's blank line to a stderr that failed: still the signal's exit
         log = _write_crash_log()
         summary = inert(f"{type(err).__name__}: {err}".splitlines()[0][:300])
         spark_log = _kept_spark_log()

@@ -16,6 +16,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import numbers
 import re
 import weakref
 from collections import deque
@@ -317,12 +318,12 @@ def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 
 def _hidden(value: Any) -> Any:
     """A sensitive key's value, all of it: each string, number and bytes in it masked whole, its shape kept (a
-    list of tokens, a mapping of credentials, as a REST answer or a configuration may hold them). Nothing, a
-    flag and an empty text are shown as they are: they tell that the setting is unset or off. A record (a
-    dataclass) under such a key is masked by its own fields' names, as anywhere."""
+    list of tokens, a mapping of credentials, a record, as a REST answer or a configuration may hold them; a
+    mapping's keys are masked as text, not whole). Nothing, a flag and an empty text are shown as they are: they
+    tell that the setting is unset or off."""
     if isinstance(value, bool) or value is None or (isinstance(value, (str, bytes, bytearray)) and not value):
         return value
-    if isinstance(value, (str, int, float)):
+    if isinstance(value, (str, numbers.Number)):  # (a Decimal of a SQL row too)
         return MASK
     if isinstance(value, (bytes, bytearray)):
         return type(value)(MASK.encode())
@@ -330,6 +331,9 @@ def _hidden(value: Any) -> Any:
         return _scrub_collection(value, _hidden)
     if isinstance(value, (dict, Mapping)):
         return _scrub_mapping(value, [(_scrub(k), _hidden(v)) for k, v in value.items()])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields, _ = _RECORD_FIELDS.get(type(value)) or _record_fields(value)
+        return dataclasses.replace(value, **{name: _hidden(getattr(value, name)) for name in fields})
     return _scrub(value)
 
 

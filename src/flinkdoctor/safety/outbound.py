@@ -72,9 +72,12 @@ def written(err: bool = False) -> Iterator[None]:
     except OSError as failed:
         stream = sys.stderr if err else sys.stdout
         with contextlib.suppress(OSError, ValueError):  # a stream with no file behind it is left as it is
+            number = stream.fileno()
             nowhere = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(nowhere, stream.fileno())
-            os.close(nowhere)
+            try:
+                os.dup2(nowhere, number)
+            finally:
+                os.close(nowhere)
         if err:
             return
         if isinstance(failed, BrokenPipeError):
