@@ -277,8 +277,8 @@ def _record_fields(node: Any) -> tuple[tuple[str, ...], bool]:
 
 def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None = None) -> Any:
     """A mapping masked (`items`, its items masked, when the caller made them): a dict of its own type (a
-    defaultdict keeps its default, a Counter its counts), a read-only one (a MappingProxyType) as a dict of its
-    items; the very mapping when nothing in it needed masking."""
+    defaultdict keeps its default, a Counter its counts), any other mapping (a read-only one, a ChainMap, a
+    UserDict) as a dict of its items; the very mapping when nothing in it needed masking."""
     items = _scrub_items(node.items()) if items is None else items
     if all(k is a and v is b for (k, v), (a, b) in zip(items, node.items(), strict=True)):
         return node
