@@ -50,6 +50,13 @@ def test_usage_error_exits_2():
     assert run("diagnose").returncode == 2
 
 
+def test_no_server_running_is_a_check_that_said_no(tmp_path):
+    """Exit 1 is only ever a check the user asked for that said no (errors.py): here, no server runs."""
+    env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path)}
+    result = subprocess.run([*EXE, "server", "status"], capture_output=True, text=True, env=env, timeout=600)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "not running\n", "")
+
+
 def test_html_file_in_a_missing_folder_is_a_usage_error_before_spark(tmp_path):
     result = run("diagnose", str(DATA / "seeds" / "004"), "--html", str(tmp_path / "nowhere" / "report.html"))
     assert result.returncode == 2 and "--html" in result.stderr and "Spark" not in result.stderr

@@ -81,6 +81,20 @@ def test_a_full_stdout_is_a_usage_error_naming_it(monkeypatch, way):
     assert failed.value.exit_code == EXIT_USAGE
 
 
+def test_a_console_on_another_stream_leaves_its_failure_to_that_streams_owner(monkeypatch):
+    """A console on a file of the caller's (`console(file=...)`) failing is not stdout failing: no "cannot write to
+    stdout", and stdout is not pointed at /dev/null."""
+    from flinkdoctor.safety import outbound
+
+    stdout = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    with pytest.raises(OSError, match="full") as failed:
+        outbound.console(file=_Failing(OSError(errno.ENOSPC, "full"))).print("a table")
+    assert type(failed.value) is OSError
+    outbound.echo("stdout still writes")
+    assert stdout.getvalue() == "stdout still writes\n"
+
+
 @pytest.mark.parametrize("error", [BrokenPipeError(errno.EPIPE, "Broken pipe"), OSError(errno.ENOSPC, "full")])
 def test_a_failing_stderr_loses_its_line_and_nothing_else(monkeypatch, error):
     from flinkdoctor.safety import outbound
@@ -135,6 +149,19 @@ def test_a_full_stdout_is_exit_2_with_one_line():
         done = subprocess.run([*EXE, "rules", "list"], stdout=full, stderr=subprocess.PIPE, timeout=600)
     assert done.returncode == 2
     assert done.stderr == b"flinkdoctor: cannot write to stdout: No space left on device\n"
+
+
+@pytest.mark.parametrize(
+    "args", [("--help",), ("--version",), ("fleet", "query", "--help"), ("rules", "suggest", "--help")]
+)
+def test_help_and_version_fail_as_every_other_output(args):
+    """click prints them itself: into a closed pipe its own handler exited 1, `--fail-on`'s code; into a full disk
+    they were an internal error with a crash log."""
+    done = _closed_reader(*args)
+    assert (done.returncode, done.stderr) == (141, b"")
+    with open(os.devnull.replace("null", "full"), "w") as full:
+        done = subprocess.run([*EXE, *args], stdout=full, stderr=subprocess.PIPE, timeout=600)
+    assert (done.returncode, done.stderr) == (2, b"flinkdoctor: cannot write to stdout: No space left on device\n")
 
 
 @pytest.mark.parametrize(

@@ -460,3 +460,50 @@ def test_a_records_field_of_a_sensitive_name_is_masked_whole():
     assert scrub(plain) == Plain("jdbc:mysql://svc:******@db/x", 3)
     clean = Plain("text", 3)
     assert scrub(clean) is clean
+
+
+def test_named_tuples_later_fields_and_user_lists_are_masked_as_their_kind():
+    """Three shapes scrub passed over: a named tuple's field names did not decide about its values (a mapping's
+    keys and a record's names do), a record's init=False fields were never looked at (replace cannot set them), and
+    a UserList is neither a list nor a Mapping."""
+    import collections
+    import dataclasses
+
+    from flinkdoctor.safety.masking import MASK, scrub
+
+    Login = collections.namedtuple("Login", "user password")
+    Setting = collections.namedtuple("Setting", "key value")
+    assert scrub(Login("svc", "Pw-Canary-16")) == Login("svc", MASK)
+    assert scrub(Setting("s3.secret-key", "Sk-Canary-17")) == Setting("s3.secret-key", MASK)
+    clean = Login("svc", None)
+    assert scrub(clean) is clean
+
+    @dataclasses.dataclass(frozen=True)
+    class Connection:
+        url: str
+        password: str = dataclasses.field(init=False, default="")
+        said: str = dataclasses.field(init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "password", "Pw-Canary-18")
+
+    connection = Connection("db:5432")
+    object.__setattr__(connection, "said", "connect with password=Pw-Canary-19")
+    done = scrub(connection)
+    assert (done.url, done.password, done.said) == ("db:5432", MASK, "connect with password=******")
+    assert "Canary" not in repr(scrub({"token": connection})) and connection.password == "Pw-Canary-18"
+    unset = Connection("jdbc:mysql://svc:Pw-Canary-20@db/x")  # `said` has no value yet: nothing to mask there
+    assert scrub(unset).url == "jdbc:mysql://svc:******@db/x" and not hasattr(scrub(unset), "said")
+
+    @dataclasses.dataclass
+    class Line:  # no sensitive name: scrub's quicker way for plain records
+        text: str
+        said: str = dataclasses.field(init=False, default="")
+
+    line = Line("plain")
+    line.said = "connect with password=Pw-Canary-23"
+    assert scrub(line).said == "connect with password=******" and scrub(Line("plain")) == Line("plain")
+
+    said = collections.UserList(["password=Pw-Canary-21", "plain"])
+    assert scrub(said) == collections.UserList(["password=******", "plain"]) and type(scrub(said)) is type(said)
+    assert scrub({"tokens": collections.UserList(["Tk-Canary-22"])})["tokens"] == collections.UserList([MASK])

@@ -1,8 +1,8 @@
 """Command line: `flinkdoctor diagnose`, `collect`, `watch`, `rules` and `fleet` (fleet/commands.py).
 
-Exit codes (errors.py): 0 analysis done; 1 with --fail-on and a matching root cause; 2 usage error (checked before
-Spark starts); 3 unreadable input or work dir; 4 internal error (one line here, the traceback in a log file); 141
-stdout's reader gone (`| head`).
+Exit codes (errors.py): 0 analysis done; 1 a check that said no (--fail-on matched, a rules test case failed, no
+server running); 2 usage error (checked before Spark starts); 3 unreadable input or work dir; 4 internal error (one
+line here, the traceback in a log file); 141 stdout's reader gone (`| head`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import click
 
-from .errors import EXIT_FOUND, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, OutputClosed, UsageError
+from .errors import EXIT_CHECK_FAILED, EXIT_INTERNAL, EXIT_USAGE, FlinkdoctorError, OutputClosed, UsageError
 from .knowledge.rulebook import load_rules
 from .live.commands import (
     collect_command,
@@ -117,8 +117,47 @@ def _write_crash_log() -> Path:
     return outbound.write_text(path, traceback.format_exc())
 
 
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from importlib.metadata import version
+
+        outbound.echo(f"{ctx.find_root().info_name}, version {version('flinkdoctor')}")
+        ctx.exit()
+
+
+def _show_help(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        outbound.echo(ctx.get_help())
+        ctx.exit()
+
+
+def _help_written(command: click.Command) -> None:
+    """`--help` on `command` and every command under it written as flinkdoctor writes (`outbound.echo`): click's
+    own prints outside it, so a closed pipe exited 1 (`--fail-on`'s code) and a full disk 4 with a crash log."""
+    command.add_help_option = False
+    command.params.append(
+        click.Option(
+            ["--help"],
+            is_flag=True,
+            expose_value=False,
+            is_eager=True,
+            callback=_show_help,
+            help="Show this message and exit.",
+        )
+    )
+    for sub in getattr(command, "commands", {}).values():
+        _help_written(sub)
+
+
 @click.group()
-@click.version_option(package_name="flinkdoctor")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """Find the root cause of an Apache Flink incident in its logs."""
@@ -289,7 +328,7 @@ def diagnose(
     _show(report, fmt)
     categories = {root.category for root in report.root_causes}
     if fail_on and categories and ("any" in fail_on or categories & set(fail_on)):
-        sys.exit(EXIT_FOUND)
+        sys.exit(EXIT_CHECK_FAILED)
 
 
 def _show(report, fmt: str) -> None:
@@ -337,7 +376,7 @@ def server_status():
     state = status()
     outbound.echo(f"running at {state['url']} (pid {state['pid']})" if state else "not running")
     if not state:
-        sys.exit(1)
+        sys.exit(EXIT_CHECK_FAILED)
 
 
 @cli.group()
@@ -425,7 +464,7 @@ def rules_test(path):
         f"{len(results) - len(failed)} passed, {len(failed)} failed"
         + (f" ({len(gaps)} rules with a known gap: {', '.join(gaps)})" if gaps else "")
     )
-    sys.exit(1 if failed else 0)
+    sys.exit(EXIT_CHECK_FAILED if failed else 0)
 
 
 def _register_fleet() -> None:
@@ -435,3 +474,4 @@ def _register_fleet() -> None:
 
 
 _register_fleet()
+_help_written(cli)

@@ -18,8 +18,9 @@ A failure of the run's surroundings is said in the contract's words wherever it 
 (`translate`, called as the run's work dir is cleaned up): a full disk under the work dir is a WorkDirError, an
 input file that changed or went away while it was read an InputError.
 
-Exit 0 means the analysis ran (whatever it found); exit 1 is reserved for `--fail-on` when a root cause of the
-chosen categories is found.
+Exit 0 means the command did its work (an analysis whatever it found); exit 1 is a check the user asked for that
+said no, and nothing else: `--fail-on` found a root cause of the chosen categories, `rules test` a case that
+failed, `server status` no server running.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import errno
 
 EXIT_OK = 0
-EXIT_FOUND = 1
+EXIT_CHECK_FAILED = 1  # --fail-on matched, a rules test case failed, no server running
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_INTERNAL = 4

@@ -19,7 +19,7 @@ import functools
 import numbers
 import re
 import weakref
-from collections import deque
+from collections import UserList, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -239,40 +239,80 @@ def _scrub(node: Any) -> Any:
         return node
     names = _RECORD_FIELDS.get(kind)
     if names is None:
-        if isinstance(node, str):
-            return mask(node)
-        if isinstance(node, (list, tuple, set, frozenset, deque)):
-            return _scrub_collection(node)
-        if isinstance(node, (dict, Mapping)):  # (dict first: a dict without the ABC's slower test)
-            return _scrub_mapping(node)
-        if isinstance(node, (bytes, bytearray)):
-            masked = mask_log(bytes(node))
-            return node if masked == node else type(node)(masked)
         if not dataclasses.is_dataclass(node) or isinstance(node, type):
-            return node
+            return _scrub_other(node)
         names = _RECORD_FIELDS[kind] = _record_fields(node)
-    fields, plain = names
-    if plain:  # no name decides about a value: each value masked as itself (a report's 100,000 jobs' records)
+    fields, plain, later = names
+    if plain and not later:  # no name decides about a value: each masked as itself (a report's 100,000 jobs)
         changed = {}
         for name in fields:
             value = getattr(node, name)
             done = _scrub(value)
             if done is not value:
                 changed[name] = done
-    else:
-        pairs = [(name, getattr(node, name)) for name in fields]
-        changed = {name: value for name, value in _scrub_items(pairs) if value is not getattr(node, name)}
-    return dataclasses.replace(node, **changed) if changed else node
+        return dataclasses.replace(node, **changed) if changed else node
+    pairs = _set_fields(node, fields + later)
+    return _rebuilt(node, fields, [(name, _scrub(value)) for name, value in pairs] if plain else _scrub_items(pairs))
 
 
-# a dataclass -> its init fields (what replace can set), and whether it is plain: no field's name is sensitive and
-# none is `key` (a setting's record), so that no name decides about a value
-_RECORD_FIELDS: dict[type, tuple[tuple[str, ...], bool]] = {}
+def _scrub_other(node: Any) -> Any:
+    """Anything but a record or one of _ATOMS' exact types."""
+    if isinstance(node, str):
+        return mask(node)
+    if isinstance(node, tuple) and hasattr(node, "_fields"):
+        return _scrub_named_tuple(node)
+    if isinstance(node, _COLLECTIONS):
+        return _scrub_collection(node)
+    if isinstance(node, (dict, Mapping)):  # (dict first: a dict without the ABC's slower test)
+        return _scrub_mapping(node)
+    if isinstance(node, (bytes, bytearray)):
+        masked = mask_log(bytes(node))
+        return node if masked == node else type(node)(masked)
+    return node
 
 
-def _record_fields(node: Any) -> tuple[tuple[str, ...], bool]:
-    names = tuple(f.name for f in dataclasses.fields(node) if f.init)
-    return names, "key" not in names and not any(is_sensitive(name) for name in names)
+# a dataclass -> its init fields (what replace can set), whether it is plain (no field's name is sensitive and none
+# is `key`, a setting's record, so that no name decides about a value) and its other fields (init=False: set after)
+_RECORD_FIELDS: dict[type, tuple[tuple[str, ...], bool, tuple[str, ...]]] = {}
+
+
+def _record_fields(node: Any) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
+    every = dataclasses.fields(node)
+    names = tuple(f.name for f in every if f.init)
+    later = tuple(f.name for f in every if not f.init)
+    return names, not any(name == "key" or is_sensitive(name) for name in names + later), later
+
+
+_UNSET = object()
+
+
+def _set_fields(node: Any, names: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The record's fields that have a value (an init=False field without a default may have none yet)."""
+    pairs = [(name, getattr(node, name, _UNSET)) for name in names]
+    return [(name, value) for name, value in pairs if value is not _UNSET]
+
+
+def _rebuilt(node: Any, fields: tuple[str, ...], pairs: list[tuple[str, Any]]) -> Any:
+    """The record with its masked field values: init fields through `replace` (its checks and __post_init__ run
+    as for any record), the others set on the copy after, as __init__ never takes them (a frozen one too)."""
+    changed = {name: value for name, value in pairs if value is not getattr(node, name)}
+    if not changed:
+        return node
+    init = set(fields)
+    new = dataclasses.replace(node, **{name: value for name, value in changed.items() if name in init})
+    for name, value in changed.items():
+        if name not in init:
+            object.__setattr__(new, name, value)
+    return new
+
+
+def _scrub_named_tuple(node: Any) -> Any:
+    """A named tuple masked as a record: its field names decide about its values as a mapping's keys do."""
+    values = [value for _, value in _scrub_items(zip(node._fields, node, strict=True))]
+    return node if all(a is b for a, b in zip(values, node, strict=True)) else type(node)(*values)
+
+
+_COLLECTIONS = (list, tuple, set, frozenset, deque, UserList)
 
 
 def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None = None) -> Any:
@@ -292,9 +332,9 @@ def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None 
 
 
 def _scrub_collection(node: Any, each: Callable[[Any], Any] | None = None) -> Any:
-    """A list, tuple (a named one too), set or deque masked (each item by `each`, `_scrub` by default), of its own
-    type; the very one when nothing in it needed masking. Each is masked by what it holds, never passed by its
-    type: a named tuple, a set of names."""
+    """A list, tuple, set, deque or UserList masked (each item by `each`, `_scrub` by default), of its own type;
+    the very one when nothing in it needed masking. Each is masked by what it holds, never passed by its type (a
+    set of names); a named tuple's field names decide too (`_scrub_named_tuple`), but under a sensitive key."""
     done = [(each or _scrub)(item) for item in node]
     if all(a is b for a, b in zip(done, node, strict=True)):
         return node
@@ -327,13 +367,13 @@ def _hidden(value: Any) -> Any:
         return MASK
     if isinstance(value, (bytes, bytearray)):
         return type(value)(MASK.encode())
-    if isinstance(value, (list, tuple, set, frozenset, deque)):
+    if isinstance(value, _COLLECTIONS):
         return _scrub_collection(value, _hidden)
     if isinstance(value, (dict, Mapping)):
         return _scrub_mapping(value, [(_scrub(k), _hidden(v)) for k, v in value.items()])
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields, _ = _RECORD_FIELDS.get(type(value)) or _record_fields(value)
-        return dataclasses.replace(value, **{name: _hidden(getattr(value, name)) for name in fields})
+        fields, _, later = _RECORD_FIELDS.get(type(value)) or _record_fields(value)
+        return _rebuilt(value, fields, [(name, _hidden(each)) for name, each in _set_fields(value, fields + later)])
     return _scrub(value)
 
 

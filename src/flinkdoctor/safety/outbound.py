@@ -95,20 +95,24 @@ def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
 
 class _MaskedStream:
     """A text stream that masks every write: what a rich Console renders (it writes a whole print at once).
-    A failed write or flush is `written`'s: rich would make a closed pipe exit 1."""
+    A failed write or flush of stdout or stderr (`err` False or True) is `written`'s: rich would make a closed
+    pipe exit 1. Any other stream's failure (`err` None) is its owner's to say: it is not stdout's."""
 
-    def __init__(self, stream: IO[str], err: bool) -> None:
+    def __init__(self, stream: IO[str], err: bool | None) -> None:
         self._stream = stream
         self._err = err
 
     def write(self, text: str) -> int:
-        with written(self._err):
+        with self._failing_as_written():
             return int(self._stream.write(mask(text) or ""))
         return 0
 
     def flush(self) -> None:
-        with written(self._err):
+        with self._failing_as_written():
             self._stream.flush()
+
+    def _failing_as_written(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext() if self._err is None else written(self._err)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding: the terminal's own
         return getattr(self._stream, name)
@@ -119,7 +123,9 @@ def console(stderr: bool = False, file: Any = None, **options: Any) -> Any:
     from the terminal behind it, as for its own streams."""
     from rich.console import Console
 
-    stream = _MaskedStream(file or (sys.stderr if stderr else sys.stdout), err=stderr and file is None)
+    stream = (
+        _MaskedStream(file, None) if file is not None else _MaskedStream(sys.stderr if stderr else sys.stdout, stderr)
+    )
     return Console(file=stream, stderr=stderr, **options)  # type: ignore[arg-type]
 
 
