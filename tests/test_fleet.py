@@ -365,3 +365,60 @@ def test_a_bundles_log_span_counts_the_lines_only_a_metric_measures(spark, rules
     assert span == _spans(spark, every, owner) and span["b"][0] < span["b"][1]
     table = rows.table(spark).agg(F.min("time").alias("a"), F.max("time").alias("b")).first()
     assert (table["a"], table["b"]) != span["b"]  # (the events table alone would move it)
+
+
+def test_a_bundle_failed_by_the_machine_or_by_flinkdoctor_is_tried_again(spark, rules, tmp_path, monkeypatch):
+    """A failure that is not the bundle's (flinkdoctor's internal error, an entry it could not read) was recorded
+    and never tried again: the next run took its digest as done. Now the next run tries it again and its new row
+    supersedes the failed one (by bundle, or by path for an entry that had no digest); a bundle that is itself
+    the reason (nothing readable in it) stays done. Two unreadable entries were also one the other's duplicate."""
+    from flinkdoctor.fleet import discover as discovering
+    from flinkdoctor.fleet import run as running
+    from flinkdoctor.fleet.query import sql
+
+    root, lake_dir = tmp_path / "root", tmp_path / "lake"
+    seeds = Path(__file__).parent / "data" / "seeds"
+    for name, seed in (("job-crash", "001"), ("job-unread-1", "002"), ("job-unread-2", "004")):
+        shutil.copytree(seeds / seed, root / name)
+    (root / "job-empty").mkdir()  # nothing readable: an InputError, the bundle's own
+    ingest, digest = running.ingest, discovering.content_digest
+
+    def crashing(paths, *args, **kwargs):
+        if Path(paths[0]).name == "job-crash":
+            raise KeyError("a bug")
+        return ingest(paths, *args, **kwargs)
+
+    def unreadable(path):
+        if path.name.startswith("job-unread"):
+            raise PermissionError(13, "Permission denied")
+        return digest(path)
+
+    monkeypatch.setattr(running, "ingest", crashing)
+    monkeypatch.setattr(discovering, "content_digest", unreadable)
+    first = running.run_fleet([root], lake_dir, rules, spark=spark, work_dir=tmp_path / "w1")
+    assert (first.new, first.failed, first.skipped) == (0, 4, 0)
+    rows = {row["name"]: row for row in lake.read(lake_dir, "bundles")}
+    assert {name: (row["status"], row["retry"]) for name, row in rows.items()} == {
+        "job-crash": ("failed", True),
+        "job-unread-1": ("failed", True),
+        "job-unread-2": ("failed", True),
+        "job-empty": ("failed", False),
+    }
+    assert rows["job-crash"]["reason"] == "KeyError: 'a bug'"
+
+    monkeypatch.undo()  # flinkdoctor fixed, the entries readable
+    second = running.run_fleet([root], lake_dir, rules, spark=spark, work_dir=tmp_path / "w2")
+    assert (second.new, second.failed, second.skipped) == (3, 0, 1)
+    expected = {"job-crash": "ok", "job-unread-1": "ok", "job-unread-2": "ok", "job-empty": "failed"}
+    rows = {row["name"]: row for row in lake.read(lake_dir, "bundles")}
+    assert {name: row["status"] for name, row in rows.items()} == expected
+    assert all(rows[name]["verdict"] for name in expected if name != "job-empty")
+    assert build(lake_dir).failed == [{"job": "job-empty", "reason": rows["job-empty"]["reason"]}]
+    seen = sql(spark, lake_dir, "SELECT name, status FROM bundles").collect()
+    assert dict(map(tuple, seen)) == expected and len(seen) == 4
+    import pyarrow.dataset as ds
+
+    assert ds.dataset(str(lake_dir / "bundles"), partitioning="hive").count_rows() == 7  # both runs' rows kept
+
+    third = running.run_fleet([root], lake_dir, rules, spark=spark, work_dir=tmp_path / "w3")
+    assert (third.new, third.failed, third.skipped) == (0, 0, 4)

@@ -2,9 +2,12 @@
 started, e.g. run=20261123T081500Z), readable by Spark, DuckDB, pandas or pyarrow.
 
     bundles    one row per bundle seen: its content digest (the key a re-run skips on), status ok | failed |
-               duplicate with the reason, verdict, Flink version, line counts, the time range of its findings
-               (first_time, last_time) and of its logs (log_start, log_end: its kept events), and the
-               infrastructure it ran on (hosts, storage authorities, ZooKeeper quorums, Kafka brokers)
+               duplicate with the reason and whether the next run tries it again (retry: the machine or
+               flinkdoctor failed, not the bundle; such a row is not read once a later run has a row of the
+               same bundle or path),
+               verdict, Flink version, line counts, the time range of its findings (first_time, last_time)
+               and of its logs (log_start, log_end: its kept events), and the infrastructure it ran on (hosts,
+               storage authorities, ZooKeeper quorums, Kafka brokers)
     events     the events kept for matching (those some rule or catalogue entry can match) and the WARN+
                events, with the bundle, source path and file line numbers; text masked as in every flinkdoctor
                output. Not the lines only a metric measures (a checkpoint's trigger or completion): the scan
@@ -16,12 +19,14 @@ started, e.g. run=20261123T081500Z), readable by Spark, DuckDB, pandas or pyarro
 The DDL strings below are the schema; README (Fleet) shows queries. Columns are only ever added, so a lake written
 by an older flinkdoctor still reads: its runs show the newer columns as null (`read` and `query` merge the
 schemas of every run). History: 1, the first lake; 2, bundles.log_start and log_end; 3, events without the lines
-only a metric measures (same columns; log_start and log_end still count their times).
+only a metric measures (same columns; log_start and log_end still count their times); 4, bundles.retry (null in
+older runs: not tried again, as they were).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..safety import outbound
 
@@ -31,7 +36,7 @@ TABLES = {
         "verdict string, flink_version string, files int, lines long, lines_unparsed long, skipped int, "
         "first_time timestamp, last_time timestamp, hosts array<string>, job_ids array<string>, "
         "storage array<string>, zookeeper array<string>, kafka array<string>, root_causes array<string>, "
-        "processed_at timestamp, log_start timestamp, log_end timestamp, run string"
+        "processed_at timestamp, log_start timestamp, log_end timestamp, retry boolean, run string"
     ),
     "events": (
         "bundle_id string, sid int, path string, line long, last_line long, time timestamp, level string, "
@@ -77,10 +82,28 @@ def complete_runs(lake: str | Path) -> set[str]:
     return {p.name.removeprefix("run=") for p in path.glob("run=*") if p.is_dir()} if path.is_dir() else set()
 
 
+RETRY_KEYS = ("bundle_id", "path", "retry", "run")
+
+
+def _not_tried_again(rows: list[dict], keys: Any) -> list[dict]:
+    """`rows` (of bundles, with RETRY_KEYS) but those to be tried again that a later run has a row of the same
+    bundle or path for; `keys`: every finished run's RETRY_KEYS columns."""
+    latest: dict[tuple[str, str], str] = {}
+    for row in keys.to_pylist():
+        for key in (("bundle_id", row["bundle_id"]), ("path", row["path"])):
+            latest[key] = max(row["run"], latest.get(key, row["run"]))
+    return [
+        row
+        for row in rows
+        if not row["retry"] or row["run"] >= max(latest[("bundle_id", row["bundle_id"])], latest[("path", row["path"])])
+    ]
+
+
 def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=None) -> list[dict]:
     """Rows of a lake table on the driver (pyarrow: no Spark job for a small table), of finished runs only;
     [] when it is absent. A column that older runs lack is null in their rows; one that no run has yet is null in
-    every row."""
+    every row. Of `bundles`, a row to be tried again (`retry`) only until a later run has a row of its bundle or
+    its path (an entry unreadable then has no digest: its bundle id is its path's)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -93,13 +116,20 @@ def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=
         return []
     done = ds.field("run").isin(finished)
     wanted = columns or _names(table)
-    if not set(wanted) <= set(data.schema.names):  # the first file read is an older run's: merge every file's
-        schema = pa.unify_schemas([fragment.physical_schema for fragment in data.get_fragments()])
+    retried = table == "bundles"  # whether a row may be superseded (RETRY_KEYS read, then dropped if not wanted)
+    if not set(wanted) | set(RETRY_KEYS if retried else ()) <= set(data.schema.names):  # an older run's schema:
+        schema = pa.unify_schemas([fragment.physical_schema for fragment in data.get_fragments()])  # merge all
         schema = schema.append(pa.field("run", pa.string()))
         data = ds.dataset(str(path), schema=schema, format="parquet", partitioning="hive")
+    retried = retried and "retry" in data.schema.names  # (a lake older than retry has no row to try again)
     present = [name for name in wanted if name in data.schema.names]
-    rows = data.to_table(columns=present, filter=done if filter is None else done & filter).to_pylist()
+    keys = [name for name in RETRY_KEYS if name not in present] if retried else []
+    rows = data.to_table(columns=present + keys, filter=done if filter is None else done & filter).to_pylist()
+    if retried:
+        rows = _not_tried_again(rows, data.to_table(columns=list(RETRY_KEYS), filter=done))
     missing = [name for name in wanted if name not in present]
     for row in rows:
+        for key in keys:
+            del row[key]
         row.update(dict.fromkeys(missing))
     return rows

@@ -62,11 +62,21 @@ def jobs_with(lake_dir: str | Path, what: str, since: datetime | None = None, un
 
 def sql(spark, lake_dir: str | Path, statement: str):
     """Spark SQL over the lake: bundles, events, findings and diagnoses are views of the same names (of finished
-    runs only, as lake.read)."""
+    runs only, and of `bundles` no row tried again since, as lake.read)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     done = sorted(lake.complete_runs(lake_dir))
     for table in lake.TABLES:
         path = lake.table_path(lake_dir, table)
         if path.is_dir():
             frame = spark.read.option("mergeSchema", "true").parquet(str(path))
-            frame.where(frame["run"].isin(done)).createOrReplaceTempView(table)
+            frame = frame.where(frame["run"].isin(done))
+            if table == "bundles" and "retry" in frame.columns:  # (a lake older than retry: none to drop)
+                for key in ("bundle_id", "path"):  # (a window is not allowed in a WHERE: a column first)
+                    frame = frame.withColumn(f"_latest_{key}", F.max("run").over(Window.partitionBy(key)))
+                later = (F.col("_latest_bundle_id") > F.col("run")) | (F.col("_latest_path") > F.col("run"))
+                tried_again = F.coalesce(F.col("retry"), F.lit(False)) & later
+                frame = frame.where(~tried_again).drop("_latest_bundle_id", "_latest_path")
+            frame.createOrReplaceTempView(table)
     return spark.sql(statement)

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..analytics import analytics_rules
 from ..analytics.metrics import measured_spans
 from ..diagnosis.findings import Finding
-from ..errors import FlinkdoctorError
+from ..errors import FlinkdoctorError, InputError
 from ..knowledge.rulebook import Rule
 from ..pipeline import Diagnoses, check_knowledge, diagnose_bundles
 from ..report.model import Report
@@ -34,6 +34,7 @@ class Ingested:
     manifest: Manifest | None = None
     reason: str | None = None
     status: str = "ok"
+    retry: bool = False  # failed for a reason not the bundle's (the machine, flinkdoctor): the next run tries again
 
 
 @dataclass
@@ -62,12 +63,12 @@ def run_fleet(
     run = datetime.now(tz.utc).strftime("%Y%m%dT%H%M%SZ")
     result = RunResult(run)
     bundles = discover(roots)
-    known = {row["digest"] for row in lake.read(lake_dir, "bundles", ["digest"])}
+    known = {row["digest"] for row in lake.read(lake_dir, "bundles", ["digest", "retry"]) if not row["retry"]}
     fresh, seen = [], set()
     for bundle in bundles:
-        if bundle.digest in known:
+        if bundle.digest is not None and bundle.digest in known:
             result.skipped += 1
-        elif bundle.digest in seen:
+        elif bundle.digest is not None and bundle.digest in seen:
             fresh.append(Ingested(bundle, reason="the same content as another bundle of this run", status="duplicate"))
         else:
             seen.add(bundle.digest)
@@ -94,12 +95,13 @@ def run_fleet(
 
 
 def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacked: int) -> None:
-    """Ingest each bundle into its own folder; one that cannot be read is recorded with its reason."""
+    """Ingest each bundle into its own folder; one that cannot be read is recorded with its reason, and tried
+    again by the next run unless the bundle itself is the reason (an InputError: the same bytes fail the same)."""
     for number, item in enumerate(items):
         if item.status != "ok":
             continue
         if item.bundle.error:
-            item.status, item.reason = "failed", item.bundle.error
+            item.status, item.reason, item.retry = "failed", item.bundle.error, True
             continue
         try:
             item.manifest = ingest(
@@ -109,6 +111,7 @@ def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacke
             reason = str(err) if isinstance(err, (FlinkdoctorError, OSError)) else f"{type(err).__name__}: {err}"
             reason = reason.replace(str(item.bundle.path), item.bundle.name)
             item.status, item.reason = "failed", reason.removeprefix(f"{item.bundle.name}: ")
+            item.retry = not isinstance(err, InputError)
 
 
 def _write(
@@ -185,6 +188,7 @@ def _write(
                 "last_time": max(times, default=None),
                 "log_start": spans.get(bundle.bundle_id, (None, None))[0],
                 "log_end": spans.get(bundle.bundle_id, (None, None))[1],
+                "retry": item.retry,
                 "job_ids": sorted({f.job_id for f in kept if f.job_id}),
                 "root_causes": [root.rule for root in report.root_causes] if report else [],
                 "processed_at": now,
