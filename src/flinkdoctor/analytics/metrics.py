@@ -597,16 +597,17 @@ class _Apart:
         member = pc.is_in(encoded.dictionary, value_set=self.jobs).to_numpy(zero_copy_only=False)
         return member[pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)]
 
-    def taken(self, kept):
-        """`kept` (a table of _split_columnar's columns) without the carried jobs' rows, which are added to the
-        builder."""
+    def split(self, kept, many) -> None:
+        """The rows of `kept` (a table of _split_columnar's columns) added to `many`, the carried jobs' to the
+        builder: the few copied, not the others."""
         import pyarrow as pa
 
         member = self.members(kept.column("job"))
         if not member.any():
-            return kept
+            many.add(kept)
+            return
         self.builder.add(kept.filter(pa.array(member)))
-        return kept.filter(pa.array(~member))
+        many.add(kept, only=~member)
 
 
 SHARED_KEYS = ("metric", "bundle", "c_checkpoint", "c_duration_ms", "block", "first_rel", "idx")
@@ -703,7 +704,10 @@ def _read_batches(
                 rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
                 held = carried = rests[0].num_rows
         if many is not None:
-            many.add(kept if apart is None else apart.taken(kept))
+            if apart is None:
+                many.add(kept)
+            else:
+                apart.split(kept, many)
         del batch, table, kept, rest
         if n % RELEASED == RELEASED - 1:  # (Arrow's allocator keeps decoded batches' pages: they would add up)
             pool.release_unused()
