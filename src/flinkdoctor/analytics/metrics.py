@@ -519,8 +519,9 @@ class _JobRows:
                     start += len(chunk)
             owner[owner < 0] = known.setdefault("unknown job", len(known))
             side = sides[table.column("metric").to_numpy()]
-            keys, count = np.unique(owner[side >= 0] * 2 + side[side >= 0], return_counts=True)
-            found.append((np.full(len(keys), g, dtype=np.int64), keys // 2, keys % 2, count))
+            counted = np.bincount(owner[side >= 0] * 2 + side[side >= 0], minlength=2 * len(known))
+            keys = np.flatnonzero(counted)  # (a count per job and side: no sort of the group's rows)
+            found.append((np.full(len(keys), g, dtype=np.int64), keys // 2, keys % 2, counted[keys]))
         group, job, side, count = (np.concatenate(column) for column in zip(*found, strict=True))
         rows = _JobRows(list(known), group, job, side, count)
         rows.first = np.full(len(known), np.iinfo(np.int64).max, dtype=np.int64)
