@@ -1081,6 +1081,31 @@ def _expiring_jobs(count: int):
     return measures
 
 
+def _one_window_at_a_time(real, sizes: list[int]):
+    """metrics.Windows.__iter__ (`real`) watched: each window's rows noted in `sizes`, and the window before
+    checked gone (a weak reference, after a collection) before the next is read."""
+    import gc
+    import weakref
+
+    last = None
+
+    def one_at_a_time(self):
+        nonlocal last
+        windows = real(self)
+        while True:
+            gc.collect()
+            assert last is None or last() is None  # (the window before: let go before the next is read)
+            columns = next(windows, None)
+            if columns is None:
+                return
+            sizes.append(len(columns))
+            last = weakref.ref(columns)
+            yield columns
+            del columns
+
+    return one_at_a_time
+
+
 @pytest.mark.unit
 def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path, monkeypatch):
     """A production bundle's JobManager logs are a job each, one after another in the measures' file: past
@@ -1090,9 +1115,7 @@ def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path
     from its trigger in a window included), are those of every row read at once, and so are each bundle's when
     bundles are diagnosed together. Jobs whose rows are interleaved in every row group leave nowhere to cut: one
     window, the whole file, as before."""
-    import gc
     import types
-    import weakref
     from functools import partial
 
     import pyarrow.parquet as pq
@@ -1135,24 +1158,9 @@ def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path
         whole_rest, whole = read(measures, f"jobs{count}", 10**6)
         assert isinstance(windowed.checkpoints, m.Windows) and not isinstance(whole.checkpoints, m.Windows)
         assert rest.to_pylist() == whole_rest.to_pylist() and rest.num_rows == count  # (the expiries)
-        sizes, last = [], None
+        sizes: list[int] = []
         real = m.Windows.__iter__
-
-        def one_at_a_time(self, real=real, sizes=sizes):
-            nonlocal last
-            windows = real(self)
-            while True:
-                gc.collect()
-                assert last is None or last() is None  # (the window before: let go before the next is read)
-                columns = next(windows, None)
-                if columns is None:
-                    return
-                sizes.append(len(columns))
-                last = weakref.ref(columns)
-                yield columns
-                del columns
-
-        monkeypatch.setattr(m.Windows, "__iter__", one_at_a_time)
+        monkeypatch.setattr(m.Windows, "__iter__", _one_window_at_a_time(real, sizes))
         section, shown = analysed(windowed, count)
         monkeypatch.setattr(m.Windows, "__iter__", real)
         assert (section, shown) == analysed(whole, count) and shown
@@ -1224,9 +1232,7 @@ def test_a_job_named_in_every_log_is_carried_beside_the_windows(tmp_path, monkey
     log) reduced to one, a big job's completion read twice (first without its duration) reduced in its window by
     its own rows' keys, not the visitor's."""
     import dataclasses
-    import gc
     import types
-    import weakref
     from functools import partial
 
     import pyarrow.compute as pc
@@ -1274,24 +1280,9 @@ def test_a_job_named_in_every_log_is_carried_beside_the_windows(tmp_path, monkey
 
     windowed, whole = read(500), read(10**6)
     assert isinstance(windowed.checkpoints, m.Windows) and windowed.checkpoints.plan.carried == [visitor]
-    sizes, last = [], None
+    sizes: list[int] = []
     real = m.Windows.__iter__
-
-    def one_at_a_time(self):
-        nonlocal last
-        windows = real(self)
-        while True:
-            gc.collect()
-            assert last is None or last() is None  # (the window before: let go before the next is read)
-            columns = next(windows, None)
-            if columns is None:
-                return
-            sizes.append(len(columns))
-            last = weakref.ref(columns)
-            yield columns
-            del columns
-
-    monkeypatch.setattr(m.Windows, "__iter__", one_at_a_time)
+    monkeypatch.setattr(m.Windows, "__iter__", _one_window_at_a_time(real, sizes))
     section, shown = analysed(windowed)
     monkeypatch.setattr(m.Windows, "__iter__", real)
     assert (section, shown) == analysed(whole) and shown
