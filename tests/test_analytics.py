@@ -1081,6 +1081,31 @@ def _expiring_jobs(count: int):
     return measures
 
 
+def _one_window_at_a_time(real, sizes: list[int]):
+    """metrics.Windows.__iter__ (`real`) watched: each window's rows noted in `sizes`, and the window before
+    checked gone (a weak reference, after a collection) before the next is read."""
+    import gc
+    import weakref
+
+    last = None
+
+    def one_at_a_time(self):
+        nonlocal last
+        windows = real(self)
+        while True:
+            gc.collect()
+            assert last is None or last() is None  # (the window before: let go before the next is read)
+            columns = next(windows, None)
+            if columns is None:
+                return
+            sizes.append(len(columns))
+            last = weakref.ref(columns)
+            yield columns
+            del columns
+
+    return one_at_a_time
+
+
 @pytest.mark.unit
 def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path, monkeypatch):
     """A production bundle's JobManager logs are a job each, one after another in the measures' file: past
@@ -1090,9 +1115,7 @@ def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path
     from its trigger in a window included), are those of every row read at once, and so are each bundle's when
     bundles are diagnosed together. Jobs whose rows are interleaved in every row group leave nowhere to cut: one
     window, the whole file, as before."""
-    import gc
     import types
-    import weakref
     from functools import partial
 
     import pyarrow.parquet as pq
@@ -1135,21 +1158,11 @@ def test_many_jobs_checkpoints_are_read_and_analysed_a_window_at_a_time(tmp_path
         whole_rest, whole = read(measures, f"jobs{count}", 10**6)
         assert isinstance(windowed.checkpoints, m.Windows) and not isinstance(whole.checkpoints, m.Windows)
         assert rest.to_pylist() == whole_rest.to_pylist() and rest.num_rows == count  # (the expiries)
-        sizes, last = [], None
-        real = m.Windows.read
-
-        def one_at_a_time(self, window, real=real, sizes=sizes):
-            nonlocal last
-            gc.collect()
-            assert last is None or last() is None  # (the window before: let go)
-            columns = real(self, window)
-            sizes.append(len(columns))
-            last = weakref.ref(columns)
-            return columns
-
-        monkeypatch.setattr(m.Windows, "read", one_at_a_time)
+        sizes: list[int] = []
+        real = m.Windows.__iter__
+        monkeypatch.setattr(m.Windows, "__iter__", _one_window_at_a_time(real, sizes))
         section, shown = analysed(windowed, count)
-        monkeypatch.setattr(m.Windows, "read", real)
+        monkeypatch.setattr(m.Windows, "__iter__", real)
         assert (section, shown) == analysed(whole, count) and shown
         expired = [p for j in section.jobs for p in j.series if p.status == "expired"]
         assert [p.duration_ms for p in expired] == [15000.0] * count  # (from its trigger, in a window)
@@ -1201,10 +1214,80 @@ def test_a_window_cut_follows_the_captured_job_not_the_events_own(tmp_path, monk
     texts = m.Texts(fs.LocalFileSystem(), str(tmp_path))
     assert len(texts.groups) == len(groups)
 
-    spans, jobs = m._job_spans(texts, m._sides(known), list(range(len(groups))))
-    assert spans == {"A": (0, 1), "B": (2, 2), "unknown job": (3, 3)} and jobs == set(spans)
+    rows = m._JobRows.of(texts, m._sides(known), list(range(len(groups))))
+    spans = {name: (int(rows.first[j]), int(rows.last[j])) for j, name in enumerate(rows.names) if rows.total[j]}
+    assert spans == {"A": (0, 1), "B": (2, 2), "unknown job": (3, 3)}
     monkeypatch.setattr(m, "WINDOW_ROWS", 1)
-    assert [window for window, _ in m.Plan.of(texts, known).windows] == [[0, 1], [2], [3]]
+    plan = m.Plan.of(texts, known)
+    assert [window for window, _ in plan.windows] == [[0, 1], [2], [3]] and plan.jobs == set(spans)
+
+
+@pytest.mark.unit
+def test_a_job_named_in_every_log_is_carried_beside_the_windows(tmp_path, monkeypatch):
+    """Production's JobManager logs are a job each, one after another in the measures' file, but a few
+    completions of other jobs are named in every log (an incident's lines copied into each): with them no job
+    boundary was a cut (main at 8 GiB: one window, every log's columns at once). Those jobs are carried: their
+    rows, few, set apart while each window is read and analysed last with their groups' keys. The windows stay
+    under WINDOW_ROWS, and the analysis is the whole file's: the visitor's copies of one checkpoint (one per
+    log) reduced to one, a big job's completion read twice (first without its duration) reduced in its window by
+    its own rows' keys, not the visitor's."""
+    import dataclasses
+    import types
+    from functools import partial
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+    from flinkdoctor.analytics.checkpoints import analyse_checkpoints
+    from flinkdoctor.sources.ingest import Manifest
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    monkeypatch.setattr(m, "BATCH", 53)
+    visitor = "ab" * 16
+    visits = [x for x in _job_measures(visitor, 0, 3, datetime(2026, 3, 1)) if x.measures == "checkpoint-completed"]
+    measures = []
+    for k in range(8):
+        own = [x for x in _expiring_jobs(8) if x.sid == k]
+        copies = [dataclasses.replace(x, sid=k, line=10_000 + x.line) for x in visits]
+        measures += own[:100] + copies + own[100:]
+    twice = [x for x in measures if x.sid == 3 and x.measures == "checkpoint-completed"][-1]  # (after the copies)
+    untimed = {key: value for key, value in twice.captures.items() if key != "duration_ms"}  # (the timed one wins)
+    measures.insert(measures.index(twice), dataclasses.replace(twice, line=twice.line - 1, captures=untimed))
+    source = partial(types.SimpleNamespace, host=None, fixed_line=None, line_map=None, line_offset=0)
+    manifest = types.SimpleNamespace(sources=[source(id=k) for k in range(8)])
+    file = _measures_file(measures, number, dict.fromkeys(range(8), 0))
+
+    def read(window_rows: int):
+        folder = tmp_path / f"rows-{window_rows}"
+        folder.mkdir()
+        for k in range(8):  # (a file per log, as the scan tasks write a log's part)
+            own = file.filter(pc.equal(file.column("sid"), k))
+            pq.write_table(own, folder / f"part-{k:05d}.parquet", row_group_size=120)
+        monkeypatch.setattr(m, "WINDOW_ROWS", window_rows)
+        texts = m.Texts(fs.LocalFileSystem(), str(folder))
+        given = m.Measured(x for x in measures if x.measures not in m.COLUMNAR)
+        given.checkpoints, given.texts = m._read_split(texts, known, {}, manifest)[1], texts
+        return given
+
+    def analysed(given):
+        paths = {k: f"jobmanager-{k}.log" for k in range(8)}
+        section, jobs = analyse_checkpoints(given, Manifest([], Path("."), None), _with_timeout("200 ms"), paths)
+        shown = [(p.file, p.line, p.duration_ms, p.text) for j in jobs for ps in j.evidence.values() for p in ps]
+        return section, shown
+
+    windowed, whole = read(500), read(10**6)
+    assert isinstance(windowed.checkpoints, m.Windows) and windowed.checkpoints.plan.carried == [visitor]
+    sizes: list[int] = []
+    real = m.Windows.__iter__
+    monkeypatch.setattr(m.Windows, "__iter__", _one_window_at_a_time(real, sizes))
+    section, shown = analysed(windowed)
+    monkeypatch.setattr(m.Windows, "__iter__", real)
+    assert (section, shown) == analysed(whole) and shown
+    assert len(sizes) > 2 and max(sizes) <= 500 and sizes[-1] == len(visits)  # (the visitor's: 3, of 24 copies)
+    assert sum(sizes) == len(whole.checkpoints) == file.num_rows - 7 * len(visits) - 1 - 8  # (8 expiries: no column)
 
 
 @pytest.mark.unit

@@ -649,8 +649,9 @@ def _bulks(checkpoints, paths: dict[int, str], texts) -> tuple[set[str], Iterato
 
 def _windows(windows, paths: dict[int, str], texts) -> Iterator[Bulk]:
     """Each window's Bulk, read when asked: nothing here holds the one before (its caller lets it go)."""
-    for window in range(len(windows)):
-        yield Bulk(windows.read(window), paths, texts)
+    for columns in windows:
+        yield Bulk(columns, paths, texts)
+        del columns  # (not held while the next window is read)
 
 
 @dataclass

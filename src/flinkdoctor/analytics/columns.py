@@ -371,9 +371,10 @@ class Builder:
         indices = pc.fill_null(encoded.indices, len(mapping) - 1).to_numpy(zero_copy_only=False)
         return mapping[indices]
 
-    def add(self, table) -> None:
+    def add(self, table, only=None) -> None:
         """The triggers and completions of one table of _split_columnar's columns; `text` holds file rows (or, for
-        a whole table of lines, each row's index)."""
+        a whole table of lines, each row's index). `only`: a mask of the rows to add (default all), so that a
+        batch of which a few rows go elsewhere (metrics.Plan's carried jobs) is not copied for the others."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -391,6 +392,8 @@ class Builder:
             rows = table.column("text").to_numpy(zero_copy_only=False).astype(np.int64)
         else:  # (a whole table, its lines held: of_table)
             rows = np.arange(table.num_rows, dtype=np.int64)
+        if only is not None:
+            kind = np.where(only, kind, -1)
         trig = np.flatnonzero(kind == names.index(TRIGGER)) if TRIGGER in names else np.zeros(0, np.int64)
         done = np.flatnonzero(kind == names.index(COMPLETED)) if COMPLETED in names else np.zeros(0, np.int64)
         epochs = table.column("epoch_ms").take(pa.array(trig)).to_numpy(zero_copy_only=False)

@@ -379,18 +379,26 @@ def _read_split(texts: Texts, metrics: tuple[Metric, ...], blocks: dict, manifes
     return _read_columns(texts, known, plan.sizes, None, keyed)
 
 
-def _read_columns(texts: Texts, known: tuple, sizes: tuple[int, int], groups: list[int] | None, keyed: bool):
+def _read_columns(
+    texts: Texts,
+    known: tuple,
+    sizes: tuple[int, int],
+    groups: list[int] | None,
+    keyed: bool,
+    apart: _Apart | None = None,
+):
     """(the rows of other kinds, or None when `groups` are given; the triggers and completions of the row groups
-    `groups` (default: all) as columns.Columns): `sizes`, how many triggers and completions they hold."""
+    `groups` (default: all) as columns.Columns): `sizes`, how many triggers and completions they hold; `apart`:
+    the carried jobs' rows go to its builder instead (Plan), and `sizes` do not count them."""
     from .columns import Builder, give_back
 
     schema = texts.files[0].schema_arrow
     columns = [c for c in schema.names if c not in ("line", "ts")]
     at = schema.names.index("line")
-    rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed, groups)
+    rest, many = _read_batches(texts, columns, at, known, Builder(*sizes), keyed, groups, apart)
     shared = many.shared() if keyed else {}
     if shared:  # a checkpoint's lines read twice, a job's numbers counted again: those rows by their keys
-        many.reduce_shared(shared, _shared_rows(texts, known[0], shared, groups))
+        many.reduce_shared(shared, _shared_rows(texts, known[0], shared, groups, apart))
     del shared
     give_back()
     return rest, many.columns()
@@ -404,20 +412,27 @@ def _sides(metrics: tuple[Metric, ...]):
 
 
 WINDOW_ROWS = 1 << 20  # triggers and completions past which the analysis reads them a window of jobs at a time
+CARRIED_SHARE = 8  # the jobs that straddle the windows' cuts hold at most WINDOW_ROWS // CARRIED_SHARE rows (Plan)
 
 
 @dataclass
 class Plan:
     """The windows the measures' file's triggers and completions are read in: runs of its row groups (those that
-    hold any), each closed at the first cut past WINDOW_ROWS rows where no job has rows on both sides, so that
-    each job is analysed whole from one window. A production bundle's JobManager logs are a job each: a window
-    is a few logs, and the driver holds one window's columns, not every log's. Jobs whose rows are interleaved
-    across the file (nowhere to cut) make one window: the whole file, read as before."""
+    hold any), each closed at the last cut before it would pass WINDOW_ROWS rows (else at the first after it),
+    so that each job is analysed whole from one window. A cut is where no job has rows on both sides, or where
+    the jobs that do hold few rows: those jobs are `carried`, their rows kept apart while every window is read
+    and analysed last, as one window of their own (CARRIED_SHARE). A production bundle's JobManager logs
+    are a job each, one after another in the file, but a few jobs' completions are named in every log (an
+    incident's lines copied, a job the JobManager runs beside): without carrying them no cut was found, and
+    the driver held every log's columns at once. Jobs whose many rows are interleaved across the file (nowhere
+    to cut) make one window: the whole file, read as before."""
 
     sizes: tuple[int, int]  # triggers, completions in the file
-    windows: list[tuple[list[int], tuple[int, int]]]  # (row groups, their triggers and completions)
+    windows: list[tuple[list[int], tuple[int, int]]]  # (row groups, their triggers and completions not carried)
     jobs: set[str] = field(default_factory=set)  # the jobs of the triggers and completions (several windows)
     others: list[int] = field(default_factory=list)  # the row groups holding rows of other kinds
+    carried: list[str] = field(default_factory=list)  # the jobs read beside every window, analysed last
+    carried_sizes: tuple[int, int] = (0, 0)  # their triggers and completions
 
     @staticmethod
     def of(texts: Texts, metrics: tuple[Metric, ...]) -> Plan:
@@ -434,56 +449,102 @@ class Plan:
         held = [g for g in range(len(counts)) if counts[g].any()]
         if sum(sizes) <= WINDOW_ROWS:
             return Plan(sizes, [(held, sizes)], others=others)
-        spans, jobs = _job_spans(texts, sides, held)
-        open_after = np.zeros(len(counts) + 1, dtype=np.int64)  # jobs with rows up to each row group and after it
-        np.add.at(open_after, [first for first, _ in spans.values()], 1)
-        np.add.at(open_after, [last for _, last in spans.values()], -1)
-        open_after = np.cumsum(open_after)
-        windows: list[tuple[list[int], tuple[int, int]]] = []
-        current: list[int] = []
-        rows = 0
+        rows = _JobRows.of(texts, sides, held)
+        carried = np.zeros(len(rows.names), dtype=np.bool_)
+        size = counts.sum(axis=1)
+        cuts: list[int] = []  # the last row group of each window
+        n, window, found = 0, 0, None  # (found: the last place the window can be cut, and who it would carry)
+        while n < len(held):
+            window += int(size[held[n]])
+            if n == len(held) - 1:
+                cuts.append(held[n])
+                break
+            across = rows.across(held[n], carried)
+            found = (n, across) if across is not None else found
+            if window + int(size[held[n + 1]]) > WINDOW_ROWS and found is not None:
+                n, across = found  # (the groups after it are read again for the next window)
+                carried |= across
+                cuts.append(held[n])
+                window, found = 0, None
+            n += 1
+        windows = []
+        for first, last in zip([-1, *cuts[:-1]], cuts, strict=True):
+            groups = [g for g in held if first < g <= last]
+            windows.append((groups, rows.sizes(groups, ~carried)))
+        jobs = {rows.names[j] for j in np.flatnonzero(rows.total)}
+        names = [rows.names[j] for j in np.flatnonzero(carried)]
+        return Plan(sizes, windows, jobs, others, names, rows.sizes(held, carried))
+
+
+@dataclass
+class _JobRows:
+    """Per row group (of those read) and job, its triggers and completions, as four columns: a row per group,
+    job and side that has any. The job as _split_columnar names it (the captured one, else the event's, else
+    "unknown job"), read as Parquet's dictionary codes: no string made per row."""
+
+    names: list[str]
+    group: Any  # numpy int64 each
+    job: Any
+    side: Any
+    count: Any
+    first: Any = None  # per job, its first and last row group, and its rows
+    last: Any = None
+    total: Any = None
+
+    @staticmethod
+    def of(texts: Texts, sides, held: list[int]) -> _JobRows:
+        import numpy as np
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        known: dict[str, int] = {}
+        found: list[tuple] = []
+        coded = {}
         for g in held:
-            current.append(g)
-            rows += int(counts[g].sum())
-            if g == held[-1] or (rows >= WINDOW_ROWS and not open_after[g]):
-                windows.append((current, (int(counts[current, 0].sum()), int(counts[current, 1].sum()))))
-                current, rows = [], 0
-        return Plan(sizes, windows, jobs, others)
+            file, index = texts.groups[g]
+            if id(file) not in coded:
+                name = texts.names[texts.files.index(file)]
+                coded[id(file)] = pq.ParquetFile(
+                    name, filesystem=texts.filesystem, read_dictionary=["job", "c_job"], pre_buffer=False
+                )
+            table = coded[id(file)].read_row_group(index, columns=["metric", "job", "c_job"])
+            owner = np.full(table.num_rows, -1, dtype=np.int64)
+            for column in ("job", "c_job"):  # (the captured job, read last, wins)
+                start = 0
+                for chunk in table.column(column).chunks:
+                    codes = np.array([known.setdefault(v, len(known)) for v in chunk.dictionary.to_pylist()] + [-1])
+                    mapped = codes[pc.fill_null(chunk.indices, len(codes) - 1).to_numpy(zero_copy_only=False)]
+                    named = mapped >= 0
+                    owner[start : start + len(chunk)][named] = mapped[named]
+                    start += len(chunk)
+            owner[owner < 0] = known.setdefault("unknown job", len(known))
+            side = sides[table.column("metric").to_numpy()]
+            counted = np.bincount(owner[side >= 0] * 2 + side[side >= 0], minlength=2 * len(known))
+            keys = np.flatnonzero(counted)  # (a count per job and side: no sort of the group's rows)
+            found.append((np.full(len(keys), g, dtype=np.int64), keys // 2, keys % 2, counted[keys]))
+        group, job, side, count = (np.concatenate(column) for column in zip(*found, strict=True))
+        rows = _JobRows(list(known), group, job, side, count)
+        rows.first = np.full(len(known), np.iinfo(np.int64).max, dtype=np.int64)
+        rows.last = np.full(len(known), -1, dtype=np.int64)
+        np.minimum.at(rows.first, job, group)
+        np.maximum.at(rows.last, job, group)
+        rows.total = np.bincount(job, weights=count, minlength=len(known)).astype(np.int64)
+        return rows
 
+    def across(self, g: int, carried):
+        """The jobs (a mask) with rows on both sides of a cut after row group `g`, not `carried` already; None
+        when they and the carried ones hold more than WINDOW_ROWS // CARRIED_SHARE: no cut there."""
+        across = (self.first <= g) & (self.last > g) & ~carried
+        if int(self.total[across].sum()) + int(self.total[carried].sum()) > WINDOW_ROWS // CARRIED_SHARE:
+            return None
+        return across
 
-def _job_spans(texts: Texts, sides, held: list[int]) -> tuple[dict[str, tuple[int, int]], set[str]]:
-    """(per job, the first and last of the row groups `held` with a trigger or completion of it; the jobs): the
-    job as _split_columnar names it (the captured one, else the event's, else "unknown job"), read as Parquet's
-    dictionary codes: no string made per row."""
-    import numpy as np
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    def sizes(self, groups: list[int], jobs) -> tuple[int, int]:
+        """The triggers and completions of the row groups `groups` of the jobs `jobs` (a mask)."""
+        import numpy as np
 
-    known: dict[str, int] = {}
-    spans: dict[int, tuple[int, int]] = {}
-    coded = {}
-    for g in held:
-        file, index = texts.groups[g]
-        if id(file) not in coded:
-            name = texts.names[texts.files.index(file)]
-            coded[id(file)] = pq.ParquetFile(
-                name, filesystem=texts.filesystem, read_dictionary=["job", "c_job"], pre_buffer=False
-            )
-        table = coded[id(file)].read_row_group(index, columns=["metric", "job", "c_job"])
-        owner = np.full(table.num_rows, -1, dtype=np.int64)
-        for column in ("job", "c_job"):  # (the captured job, read last, wins)
-            start = 0
-            for chunk in table.column(column).chunks:
-                codes = np.array([known.setdefault(v, len(known)) for v in chunk.dictionary.to_pylist()] + [-1])
-                mapped = codes[pc.fill_null(chunk.indices, len(codes) - 1).to_numpy(zero_copy_only=False)]
-                named = mapped >= 0
-                owner[start : start + len(chunk)][named] = mapped[named]
-                start += len(chunk)
-        owner[owner < 0] = known.setdefault("unknown job", len(known))
-        for code in np.unique(owner[sides[table.column("metric").to_numpy()] >= 0]).tolist():
-            spans[code] = (spans.get(code, (g, g))[0], g)
-    names = list(known)
-    return {names[code]: span for code, span in spans.items()}, {names[code] for code in spans}
+        picked = np.isin(self.group, groups) & jobs[self.job]
+        return int(self.count[picked & (self.side == 0)].sum()), int(self.count[picked & (self.side == 1)].sum())
 
 
 class Windows:
@@ -495,16 +556,24 @@ class Windows:
         self.jobs = plan.jobs
         self.keyed = "bundle" in texts.files[0].schema_arrow.names
 
-    def __len__(self) -> int:
-        return len(self.plan.windows)
+    def __iter__(self) -> Iterator:
+        """Each window's columns in order, read when asked (what the window before freed given back first: one
+        window held at a time), then the carried jobs' (Plan), set apart while the others were read: with
+        their groups' keys (columns.Builder `keyed`), as few as they are, and reduced by them at the end."""
+        import pyarrow as pa
 
-    def read(self, window: int):
-        """The columns of a window (what an earlier window freed given back first: one window held at a time)."""
-        from .columns import give_back
+        from .columns import Builder, give_back
 
-        give_back()
-        groups, sizes = self.plan.windows[window]
-        return _read_columns(self.texts, self.known, sizes, groups, self.keyed)[1]
+        plan = self.plan
+        apart = None
+        if plan.carried:
+            apart = _Apart(pa.array(plan.carried, pa.string()), Builder(*plan.carried_sizes, keyed=self.keyed))
+        for groups, sizes in plan.windows:
+            give_back()
+            yield _read_columns(self.texts, self.known, sizes, groups, self.keyed, apart)[1]
+        if apart is not None:
+            give_back()
+            yield apart.builder.columns()
 
     def whole(self):
         """Every window's columns as one columns.Columns (bundles diagnosed together: split by their sources)."""
@@ -512,14 +581,51 @@ class Windows:
         return _read_columns(self.texts, self.known, self.plan.sizes, groups, self.keyed)[1]
 
 
+@dataclass
+class _Apart:
+    """The carried jobs (Plan.carried) and the builder their rows go to while the windows are read."""
+
+    jobs: Any  # an Arrow array of their names
+    builder: Any  # columns.Builder
+
+    def members(self, names):
+        """Per row of a column of job names (numpy), whether it is a carried job's."""
+        import pyarrow.compute as pc
+
+        from .columns import _encoded
+
+        encoded = _encoded(names)
+        member = pc.is_in(encoded.dictionary, value_set=self.jobs).to_numpy(zero_copy_only=False)
+        return member[pc.fill_null(encoded.indices, 0).to_numpy(zero_copy_only=False)]
+
+    def split(self, kept, many) -> None:
+        """The rows of `kept` (a table of _split_columnar's columns) added to `many`, the carried jobs' to the
+        builder: the few copied, not the others."""
+        import pyarrow as pa
+
+        member = self.members(kept.column("job"))
+        if not member.any():
+            many.add(kept)
+            return
+        self.builder.add(kept.filter(pa.array(member)))
+        many.add(kept, only=~member)
+
+
 SHARED_KEYS = ("metric", "bundle", "c_checkpoint", "c_duration_ms", "block", "first_rel", "idx")
 
 
-def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict, groups: list[int] | None = None) -> dict:
+def _shared_rows(
+    texts: Texts,
+    metrics: tuple[Metric, ...],
+    shared: dict,
+    groups: list[int] | None = None,
+    apart: _Apart | None = None,
+) -> dict:
     """Per side ("t", "c"), a table of the groups' keys (the columns columns.Builder._group_keys reads, as
     _split_columnar makes them) of the triggers or completions at the positions `shared` lists
     (columns.Builder.shared: positions among the side's rows as read, of the row groups `groups`, default all),
-    in that order: the file read again, only the keys' columns, and only those rows kept."""
+    in that order: the file read again, only the keys' columns, and only those rows kept; the rows of the jobs
+    `apart` holds are not among the side's rows counted."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -528,8 +634,12 @@ def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict, groups
     wanted = [shared.get("t", np.zeros(0, np.int64)), shared.get("c", np.zeros(0, np.int64))]
     seen = [0, 0]
     found: dict[int, list] = {0: [], 1: []}
-    for _, batch in texts.batches(SHARED_KEYS, BATCH * 4, groups):
+    named = SHARED_KEYS if apart is None else (*SHARED_KEYS, "job", "c_job")
+    for _, batch in texts.batches(named, BATCH * 4, groups):
         side = side_of[batch.column("metric").to_numpy(zero_copy_only=False)]
+        if apart is not None:  # (the job as _split_columnar names it)
+            owner = pc.coalesce(batch.column("c_job"), batch.column("job"), pa.scalar("unknown job"))
+            side = np.where(apart.members(owner), -1, side)
         for s in (0, 1):
             rows = np.flatnonzero(side == s)
             position = seen[s] + np.arange(len(rows))
@@ -558,12 +668,20 @@ def _shared_rows(texts: Texts, metrics: tuple[Metric, ...], shared: dict, groups
 
 
 def _read_batches(
-    texts: Texts, columns: list[str], at: int, known: tuple, many, keyed: bool, groups: list[int] | None = None
+    texts: Texts,
+    columns: list[str],
+    at: int,
+    known: tuple,
+    many,
+    keyed: bool,
+    groups: list[int] | None = None,
+    apart: _Apart | None = None,
 ):
     """(the rows of other kinds, reduced, or None when only the row groups `groups` of a window are read; `many`
     with the triggers and completions of every batch added). `many` None: the other kinds' rows only (`columns`
     without the triggers' and completions' captures, which are not decoded), of the row groups `groups` (those
-    Plan found holding any: a session cluster's file has none, and its every row would be decoded for them)."""
+    Plan found holding any: a session cluster's file has none, and its every row would be decoded for them).
+    `apart`: the carried jobs' triggers and completions go to its builder, not to `many` (Plan)."""
     import numpy as np
     import pyarrow as pa
 
@@ -587,7 +705,10 @@ def _read_batches(
                 rests = [_reduce_rest(pa.concat_tables(rests), metrics, keyed=True)]
                 held = carried = rests[0].num_rows
         if many is not None:
-            many.add(kept)
+            if apart is None:
+                many.add(kept)
+            else:
+                apart.split(kept, many)
         del batch, table, kept, rest
         if n % RELEASED == RELEASED - 1:  # (Arrow's allocator keeps decoded batches' pages: they would add up)
             pool.release_unused()
