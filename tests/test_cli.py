@@ -140,3 +140,57 @@ def test_the_drivers_arrow_pool_is_the_systems_unless_the_user_chose_one(given, 
     env |= {"ARROW_DEFAULT_MEMORY_POOL": given} if given else {}
     done = subprocess.run([sys.executable, "-c", POOL_PROBE], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.split() == printed.split()
+
+
+def _commands(command, path=()):
+    yield path, command
+    for name, sub in sorted(getattr(command, "commands", {}).items()):
+        yield from _commands(sub, (*path, name))
+
+
+def _exit_code(args) -> int:
+    """main's exit code: what it exits with, 0 when it returns (as the process then does)."""
+    from flinkdoctor.cli import main
+
+    try:
+        main(args)
+    except SystemExit as done:
+        return 0 if done.code is None else int(done.code)
+    return 0
+
+
+def test_every_commands_help_and_the_version_are_clicks_own_text(capsys):
+    """flinkdoctor writes `--help` and `--version` itself (outbound, for their exit codes on a failing stdout):
+    the text is still click's, exit 0, and a usage error still points at the help."""
+    from importlib.metadata import version
+
+    import click
+
+    from flinkdoctor.cli import cli
+
+    prog = click.utils._detect_program_name()  # (in process: pytest's; `python -m flinkdoctor` in a shell)
+    for path, command in _commands(cli):
+        code = _exit_code([*path, "--help"])
+        context = click.Context(cli, info_name=prog)
+        node = cli
+        for name in path:
+            node = node.commands[name]
+            context = click.Context(node, info_name=name, parent=context)
+        assert (code, capsys.readouterr().out) == (0, command.get_help(context) + "\n"), path
+    printed = f"{prog}, version {version('flinkdoctor')}\n"
+    assert (_exit_code(["--version"]), capsys.readouterr().out) == (0, printed)
+    assert _exit_code(["diagnose", "--format", "nope", "x"]) == 2
+    assert f"Try '{prog} diagnose --help' for help." in capsys.readouterr().err
+
+
+def test_a_failed_rules_test_case_is_a_check_that_said_no(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    import flinkdoctor.cases
+    import flinkdoctor.runtime.spark
+
+    failed = SimpleNamespace(passed=False, name="case 1", source="x.yaml", expect_match=True, text="a line")
+    for results, code in (([failed], 1), ([SimpleNamespace(passed=True)], 0)):
+        monkeypatch.setattr(flinkdoctor.runtime.spark, "spark_session", lambda: None)
+        monkeypatch.setattr(flinkdoctor.cases, "run_cases", lambda spark, chosen, results=results: results)
+        assert _exit_code(["rules", "test"]) == code and f"{code} failed" in capsys.readouterr().out

@@ -378,13 +378,18 @@ def test_a_bundle_failed_by_the_machine_or_by_flinkdoctor_is_tried_again(spark, 
 
     root, lake_dir = tmp_path / "root", tmp_path / "lake"
     seeds = Path(__file__).parent / "data" / "seeds"
-    for name, seed in (("job-crash", "001"), ("job-unread-1", "002"), ("job-unread-2", "004")):
+    for name, seed in (
+        ("job-crash", "001"),
+        ("job-crash-copy", "001"),
+        ("job-unread-1", "002"),
+        ("job-unread-2", "004"),
+    ):
         shutil.copytree(seeds / seed, root / name)
     (root / "job-empty").mkdir()  # nothing readable: an InputError, the bundle's own
     ingest, digest = running.ingest, discovering.content_digest
 
     def crashing(paths, *args, **kwargs):
-        if Path(paths[0]).name == "job-crash":
+        if Path(paths[0]).name.startswith("job-crash"):
             raise KeyError("a bug")
         return ingest(paths, *args, **kwargs)
 
@@ -400,6 +405,7 @@ def test_a_bundle_failed_by_the_machine_or_by_flinkdoctor_is_tried_again(spark, 
     rows = {row["name"]: row for row in lake.read(lake_dir, "bundles")}
     assert {name: (row["status"], row["retry"]) for name, row in rows.items()} == {
         "job-crash": ("failed", True),
+        "job-crash-copy": ("duplicate", True),  # tried again with the bundle it copies
         "job-unread-1": ("failed", True),
         "job-unread-2": ("failed", True),
         "job-empty": ("failed", False),
@@ -409,16 +415,85 @@ def test_a_bundle_failed_by_the_machine_or_by_flinkdoctor_is_tried_again(spark, 
     monkeypatch.undo()  # flinkdoctor fixed, the entries readable
     second = running.run_fleet([root], lake_dir, rules, spark=spark, work_dir=tmp_path / "w2")
     assert (second.new, second.failed, second.skipped) == (3, 0, 1)
-    expected = {"job-crash": "ok", "job-unread-1": "ok", "job-unread-2": "ok", "job-empty": "failed"}
+    expected = {"job-crash": "ok", "job-crash-copy": "duplicate", "job-unread-1": "ok", "job-unread-2": "ok"}
+    expected["job-empty"] = "failed"
     rows = {row["name"]: row for row in lake.read(lake_dir, "bundles")}
     assert {name: row["status"] for name, row in rows.items()} == expected
     assert all(rows[name]["verdict"] for name in expected if name != "job-empty")
+    crash = rows["job-crash"]["bundle_id"]
+    assert rows["job-crash-copy"]["bundle_id"] == crash  # the copy's findings are the original's rows, once
+    found = [(r["rule"], r["sid"], r["line"]) for r in lake.read(lake_dir, "findings") if r["bundle_id"] == crash]
+    assert found and len(found) == len(set(found))
     assert build(lake_dir).failed == [{"job": "job-empty", "reason": rows["job-empty"]["reason"]}]
     seen = sql(spark, lake_dir, "SELECT name, status FROM bundles").collect()
-    assert dict(map(tuple, seen)) == expected and len(seen) == 4
+    assert dict(map(tuple, seen)) == expected and len(seen) == 5
     import pyarrow.dataset as ds
 
-    assert ds.dataset(str(lake_dir / "bundles"), partitioning="hive").count_rows() == 7  # both runs' rows kept
+    assert ds.dataset(str(lake_dir / "bundles"), partitioning="hive").count_rows() == 9  # both runs' rows kept
 
     third = running.run_fleet([root], lake_dir, rules, spark=spark, work_dir=tmp_path / "w3")
-    assert (third.new, third.failed, third.skipped) == (0, 0, 4)
+    assert (third.new, third.failed, third.skipped) == (0, 0, 5)
+
+
+def _bundles_run(lake_dir: Path, run: str, **columns) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = lake_dir / "bundles" / f"run={run}"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table(columns), folder / "part-0.parquet")
+
+
+def test_a_row_tried_again_is_read_only_until_a_later_run_has_its_bundle_or_path(tmp_path):
+    """lake.read's bundles: a row to be tried again (retry, or no digest in a run older than retry) goes once a
+    later run has a row of its bundle or its path; every other row stays, and the columns read are the ones asked
+    for. A lake whose first run is older than retry reads the same."""
+    _bundles_run(  # older than retry: an unreadable entry (no digest, tried again today), two read ones
+        tmp_path,
+        "20261101T000000Z",
+        bundle_id=["p1", "a", "b"],
+        digest=[None, "a-digest", "b-digest"],
+        path=["/r/job-p", "/r/job-a", None],
+        status=["failed", "ok", "ok"],
+    )
+    _bundles_run(
+        tmp_path,
+        "20261102T000000Z",
+        bundle_id=["p2", "c", "d", "e"],
+        digest=["p-digest", "c-digest", None, "e-digest"],
+        path=["/r/job-p", "/r/job-c", "/r/job-d", None],
+        status=["ok", "failed", "failed", "failed"],
+        retry=[False, True, True, True],
+    )
+    _bundles_run(
+        tmp_path,
+        "20261103T000000Z",
+        bundle_id=["c", "f"],
+        digest=["c-digest", "f-digest"],
+        path=["/r/job-c", None],
+        status=["ok", "ok"],
+        retry=[False, False],
+    )
+    rows = lake.read(tmp_path, "bundles", ["bundle_id", "status"])
+    assert sorted(map(tuple, (r.values() for r in rows))) == [
+        ("a", "ok"),
+        ("b", "ok"),
+        ("c", "ok"),  # c's failed try (run 2) superseded by its bundle
+        ("d", "failed"),  # to be tried again, not yet tried
+        ("e", "failed"),  # no path: no other row is its path's
+        ("f", "ok"),
+        ("p2", "ok"),  # p1 (unreadable then, no digest) superseded by its path
+    ]
+    assert all(set(r) == {"bundle_id", "status"} for r in rows)
+    import pyarrow.dataset as ds
+
+    filtered = lake.read(tmp_path, "bundles", ["bundle_id"], filter=ds.field("status") == "failed")
+    assert sorted(r["bundle_id"] for r in filtered) == ["d", "e"]
+
+
+def test_a_run_started_in_the_same_second_as_an_earlier_one_waits_for_the_next(tmp_path, monkeypatch):
+    from flinkdoctor.fleet import run as running
+
+    now = datetime.now(running.tz.utc).strftime("%Y%m%dT%H%M%SZ")
+    (tmp_path / "findings" / f"run={now}").mkdir(parents=True)  # (a run cut short has no bundles rows)
+    assert running._new_run(tmp_path) > now

@@ -504,6 +504,28 @@ def test_named_tuples_later_fields_and_user_lists_are_masked_as_their_kind():
     line.said = "connect with password=Pw-Canary-23"
     assert scrub(line).said == "connect with password=******" and scrub(Line("plain")) == Line("plain")
 
+    line = Line("password=Pw-Canary-24")  # an init field changed: replace makes `said` anew, its value kept
+    line.said = "a note"
+    assert (scrub(line).text, scrub(line).said) == ("password=******", "a note")
+
+    @dataclasses.dataclass
+    class Notes:
+        url: str
+        notes: list = dataclasses.field(init=False, default_factory=list)
+
+    noted = Notes("jdbc:mysql://svc:Pw-Canary-25@db/x")
+    noted.notes.append("a clean note")
+    assert scrub(noted).notes == ["a clean note"] and "Canary" not in repr(scrub(noted))
+    assert scrub({"password": Login("svc", "x")}) == {"password": Login(MASK, MASK)}  # under a key: all of it
+
+    class Said(collections.UserList):
+        def __init__(self, source: str, lines: list) -> None:
+            super().__init__(lines)
+            self.source = source
+
+    said_by = scrub(Said("tm-1", ["password=Pw-Canary-26"]))
+    assert (type(said_by), said_by.source, list(said_by)) == (Said, "tm-1", ["password=******"])
+
     said = collections.UserList(["password=Pw-Canary-21", "plain"])
     assert scrub(said) == collections.UserList(["password=******", "plain"]) and type(scrub(said)) is type(said)
     assert scrub({"tokens": collections.UserList(["Tk-Canary-22"])})["tokens"] == collections.UserList([MASK])

@@ -133,18 +133,17 @@ def _show_help(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 
 def _help_written(command: click.Command) -> None:
     """`--help` on `command` and every command under it written as flinkdoctor writes (`outbound.echo`): click's
-    own prints outside it, so a closed pipe exited 1 (`--fail-on`'s code) and a full disk 4 with a crash log."""
-    command.add_help_option = False
-    command.params.append(
-        click.Option(
-            ["--help"],
-            is_flag=True,
-            expose_value=False,
-            is_eager=True,
-            callback=_show_help,
-            help="Show this message and exit.",
-        )
-    )
+    own prints outside it, so a closed pipe exited 1 (`--fail-on`'s code) and a full disk 4 with a crash log.
+    click's own option is kept (a usage error names it: "Try '... --help' for help."), its callback replaced."""
+    own = command.get_help_option
+
+    def help_option(ctx: click.Context) -> click.Option | None:
+        option = own(ctx)
+        if option is not None:
+            option.callback = _show_help
+        return option
+
+    command.get_help_option = help_option  # type: ignore[method-assign]
     for sub in getattr(command, "commands", {}).values():
         _help_written(sub)
 

@@ -20,7 +20,7 @@ The DDL strings below are the schema; README (Fleet) shows queries. Columns are 
 by an older flinkdoctor still reads: its runs show the newer columns as null (`read` and `query` merge the
 schemas of every run). History: 1, the first lake; 2, bundles.log_start and log_end; 3, events without the lines
 only a metric measures (same columns; log_start and log_end still count their times); 4, bundles.retry (null in
-older runs: not tried again, as they were).
+older runs, where a row without a digest, an entry that could not be read, is tried again).
 """
 
 from __future__ import annotations
@@ -82,28 +82,36 @@ def complete_runs(lake: str | Path) -> set[str]:
     return {p.name.removeprefix("run=") for p in path.glob("run=*") if p.is_dir()} if path.is_dir() else set()
 
 
-RETRY_KEYS = ("bundle_id", "path", "retry", "run")
+RETRY_KEYS = ("bundle_id", "path", "digest", "retry", "run")
 
 
-def _not_tried_again(rows: list[dict], keys: Any) -> list[dict]:
-    """`rows` (of bundles, with RETRY_KEYS) but those to be tried again that a later run has a row of the same
-    bundle or path for; `keys`: every finished run's RETRY_KEYS columns."""
-    latest: dict[tuple[str, str], str] = {}
-    for row in keys.to_pylist():
-        for key in (("bundle_id", row["bundle_id"]), ("path", row["path"])):
-            latest[key] = max(row["run"], latest.get(key, row["run"]))
-    return [
-        row
-        for row in rows
-        if not row["retry"] or row["run"] >= max(latest[("bundle_id", row["bundle_id"])], latest[("path", row["path"])])
-    ]
+def _superseded(keys: Any) -> set[tuple[Any, ...]]:
+    """The bundles rows (their RETRY_KEYS) to be tried again that a later run has a row of the same bundle or
+    path for; `keys`: every finished run's RETRY_KEYS columns (pyarrow). To be tried again: `retry`, or, in runs
+    older than `retry`, no digest (an entry that could not be read: today's runs try it again)."""
+    import pyarrow.compute as pc
+
+    retry = keys.column("retry")
+    again = pc.or_(pc.fill_null(retry, False), pc.and_(pc.is_null(retry), pc.is_null(keys.column("digest"))))
+    if not pc.any(again).as_py():  # (nearly always: no group_by over a fleet's rows)
+        return set()
+    latest = {}
+    for key in ("bundle_id", "path"):
+        for row in keys.group_by(key).aggregate([("run", "max")]).to_pylist():
+            if row[key] is not None:  # (no path is no one's path)
+                latest[(key, row[key])] = row["run_max"]
+    return {
+        tuple(row[name] for name in RETRY_KEYS)
+        for row in keys.filter(again).to_pylist()
+        if any(latest.get((key, row[key]), row["run"]) > row["run"] for key in ("bundle_id", "path"))
+    }
 
 
 def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=None) -> list[dict]:
     """Rows of a lake table on the driver (pyarrow: no Spark job for a small table), of finished runs only;
     [] when it is absent. A column that older runs lack is null in their rows; one that no run has yet is null in
-    every row. Of `bundles`, a row to be tried again (`retry`) only until a later run has a row of its bundle or
-    its path (an entry unreadable then has no digest: its bundle id is its path's)."""
+    every row. Of `bundles`, a row to be tried again (`_superseded`) only until a later run has a row of its
+    bundle or its path (an entry unreadable then has no digest: its bundle id is its path's)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -116,20 +124,25 @@ def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=
         return []
     done = ds.field("run").isin(finished)
     wanted = columns or _names(table)
-    retried = table == "bundles"  # whether a row may be superseded (RETRY_KEYS read, then dropped if not wanted)
-    if not set(wanted) | set(RETRY_KEYS if retried else ()) <= set(data.schema.names):  # an older run's schema:
-        schema = pa.unify_schemas([fragment.physical_schema for fragment in data.get_fragments()])  # merge all
+    keys = list(RETRY_KEYS) if table == "bundles" else []  # (read to drop what was tried again, then dropped)
+    if not set(wanted) | set(keys) <= set(data.schema.names):  # an older run's schema first: merge every file's
+        schema = pa.unify_schemas([fragment.physical_schema for fragment in data.get_fragments()])
         schema = schema.append(pa.field("run", pa.string()))
         data = ds.dataset(str(path), schema=schema, format="parquet", partitioning="hive")
-    retried = retried and "retry" in data.schema.names  # (a lake older than retry has no row to try again)
     present = [name for name in wanted if name in data.schema.names]
-    keys = [name for name in RETRY_KEYS if name not in present] if retried else []
-    rows = data.to_table(columns=present + keys, filter=done if filter is None else done & filter).to_pylist()
-    if retried:
-        rows = _not_tried_again(rows, data.to_table(columns=list(RETRY_KEYS), filter=done))
+    extra = [name for name in keys if name not in present and name in data.schema.names]
+    rows = data.to_table(columns=present + extra, filter=done if filter is None else done & filter).to_pylist()
+    if keys:
+        kept = data.to_table(columns=[name for name in keys if name in data.schema.names], filter=done)
+        for name in keys:  # (a lake older than retry)
+            if name not in kept.column_names:
+                kept = kept.append_column(name, pa.nulls(kept.num_rows, pa.bool_() if name == "retry" else pa.string()))
+        superseded = _superseded(kept.select(keys))
+        if superseded:
+            rows = [row for row in rows if tuple(row.get(name) for name in RETRY_KEYS) not in superseded]
     missing = [name for name in wanted if name not in present]
     for row in rows:
-        for key in keys:
-            del row[key]
+        for name in extra:
+            del row[name]
         row.update(dict.fromkeys(missing))
     return rows

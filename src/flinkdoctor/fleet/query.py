@@ -63,20 +63,27 @@ def jobs_with(lake_dir: str | Path, what: str, since: datetime | None = None, un
 def sql(spark, lake_dir: str | Path, statement: str):
     """Spark SQL over the lake: bundles, events, findings and diagnoses are views of the same names (of finished
     runs only, and of `bundles` no row tried again since, as lake.read)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     done = sorted(lake.complete_runs(lake_dir))
     for table in lake.TABLES:
         path = lake.table_path(lake_dir, table)
         if path.is_dir():
             frame = spark.read.option("mergeSchema", "true").parquet(str(path))
             frame = frame.where(frame["run"].isin(done))
-            if table == "bundles" and "retry" in frame.columns:  # (a lake older than retry: none to drop)
-                for key in ("bundle_id", "path"):  # (a window is not allowed in a WHERE: a column first)
-                    frame = frame.withColumn(f"_latest_{key}", F.max("run").over(Window.partitionBy(key)))
-                later = (F.col("_latest_bundle_id") > F.col("run")) | (F.col("_latest_path") > F.col("run"))
-                tried_again = F.coalesce(F.col("retry"), F.lit(False)) & later
-                frame = frame.where(~tried_again).drop("_latest_bundle_id", "_latest_path")
+            if table == "bundles":
+                frame = _not_superseded(frame)
             frame.createOrReplaceTempView(table)
     return spark.sql(statement)
+
+
+def _not_superseded(bundles):
+    """The bundles rows but those a later run tried again (lake._superseded's rule, in Spark SQL)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    unread = F.col("digest").isNull()
+    again = F.coalesce(F.col("retry"), unread) if "retry" in bundles.columns else unread
+    later = F.lit(False)
+    for key in ("bundle_id", "path"):  # (a window is not allowed in a WHERE: a column first)
+        bundles = bundles.withColumn(f"_latest_{key}", F.max("run").over(Window.partitionBy(key)))
+        later = later | (F.col(key).isNotNull() & (F.col(f"_latest_{key}") > F.col("run")))
+    return bundles.where(~(again & later)).drop("_latest_bundle_id", "_latest_path")

@@ -60,21 +60,26 @@ def run_fleet(
     """Diagnose the bundles under `roots` not yet in the lake and append them to it."""
     check_knowledge()
     started = time.perf_counter()
-    run = datetime.now(tz.utc).strftime("%Y%m%dT%H%M%SZ")
+    run = _new_run(lake_dir)
     result = RunResult(run)
     bundles = discover(roots)
     known = {row["digest"] for row in lake.read(lake_dir, "bundles", ["digest", "retry"]) if not row["retry"]}
-    fresh, seen = [], set()
+    fresh: list[Ingested] = []
+    seen: dict[str, Ingested] = {}  # digest -> the bundle of this run that has it
     for bundle in bundles:
         if bundle.digest is not None and bundle.digest in known:
             result.skipped += 1
         elif bundle.digest is not None and bundle.digest in seen:
             fresh.append(Ingested(bundle, reason="the same content as another bundle of this run", status="duplicate"))
         else:
-            seen.add(bundle.digest)
             fresh.append(Ingested(bundle))
+            if bundle.digest is not None:
+                seen[bundle.digest] = fresh[-1]
     with WorkDir(work_dir) as work:
         _ingest_all(fresh, work.path, year, max_unpacked)
+        for item in fresh:  # a duplicate of a bundle to be tried again is tried again with it (their digest)
+            if item.status == "duplicate" and item.bundle.digest is not None:
+                item.retry = seen[item.bundle.digest].retry
         result.timings["ingest_s"] = round(time.perf_counter() - started, 3)
         if spark is None:
             from ..runtime.spark import spark_session
@@ -92,6 +97,16 @@ def run_fleet(
     result.new = sum(1 for item in fresh if item.status == "ok")
     result.failed = sum(1 for item in fresh if item.status == "failed")
     return result
+
+
+def _new_run(lake_dir: str | Path) -> str:
+    """The run's name: the UTC second it started, one no earlier run of the lake has (a run's rows are told from
+    another's by it: one started in the same second waits for the next)."""
+    while True:
+        run = datetime.now(tz.utc).strftime("%Y%m%dT%H%M%SZ")
+        if not any(lake.table_path(lake_dir, table).joinpath(f"run={run}").exists() for table in lake.TABLES):
+            return run
+        time.sleep(0.1)
 
 
 def _ingest_all(items: list[Ingested], work: Path, year: int | None, max_unpacked: int) -> None:
@@ -130,10 +145,11 @@ def _write(
     finding_rows, diagnosis_rows, bundle_rows = [], [], []
     for item in items:
         bundle = item.bundle
-        kept, report = reports.get(bundle.bundle_id, ([], None))
+        kept, report = reports.get(bundle.bundle_id, ([], None))  # (a duplicate: its original's report)
+        own = item.status == "ok"  # a duplicate's findings and causes are its original's rows, not written twice
         infra = bundle_infra(item.manifest.sources) if item.manifest else {}
         counts = {f.rule: f.count for f in report.findings} if report else {}
-        for finding in kept:
+        for finding in kept if own else []:
             rule = by_rule[finding.rule]
             keys = finding_keys(rule.category, finding.host, finding.hdfs_path, finding.text, infra)
             for kind in ("storage", "zookeeper", "kafka"):
@@ -154,7 +170,7 @@ def _write(
                 }
             )
         verdict = report.verdict if report else None
-        for rank, root in enumerate(report.root_causes if report else [], start=1):
+        for rank, root in enumerate(report.root_causes if report and own else [], start=1):
             diagnosis_rows.append(
                 {
                     **{k: getattr(root, k) for k in ("rule", "category", "title", "confidence", "count", "host")},

@@ -294,15 +294,20 @@ def _set_fields(node: Any, names: tuple[str, ...]) -> list[tuple[str, Any]]:
 
 def _rebuilt(node: Any, fields: tuple[str, ...], pairs: list[tuple[str, Any]]) -> Any:
     """The record with its masked field values: init fields through `replace` (its checks and __post_init__ run
-    as for any record), the others set on the copy after, as __init__ never takes them (a frozen one too)."""
+    as for any record), the others (init=False) set on the new record after, as __init__ never takes them (a
+    frozen one too). `replace` makes those anew (their default, or what __post_init__ makes of the masked
+    values): each is set again to its own value masked, so that none is lost."""
     changed = {name: value for name, value in pairs if value is not getattr(node, name)}
     if not changed:
         return node
     init = set(fields)
-    new = dataclasses.replace(node, **{name: value for name, value in changed.items() if name in init})
-    for name, value in changed.items():
-        if name not in init:
-            object.__setattr__(new, name, value)
+    if init.isdisjoint(changed):
+        new, later = copy.copy(node), list(changed.items())
+    else:
+        new = dataclasses.replace(node, **{name: value for name, value in changed.items() if name in init})
+        later = [(name, value) for name, value in pairs if name not in init]
+    for name, value in later:
+        object.__setattr__(new, name, value)
     return new
 
 
@@ -334,12 +339,16 @@ def _scrub_mapping(node: Mapping[Any, Any], items: list[tuple[Any, Any]] | None 
 def _scrub_collection(node: Any, each: Callable[[Any], Any] | None = None) -> Any:
     """A list, tuple, set, deque or UserList masked (each item by `each`, `_scrub` by default), of its own type;
     the very one when nothing in it needed masking. Each is masked by what it holds, never passed by its type (a
-    set of names); a named tuple's field names decide too (`_scrub_named_tuple`), but under a sensitive key."""
+    set of names). Outside a sensitive key a named tuple is `_scrub_named_tuple`'s: its field names decide."""
     done = [(each or _scrub)(item) for item in node]
     if all(a is b for a, b in zip(done, node, strict=True)):
         return node
     if isinstance(node, deque):
         return type(node)(done, node.maxlen)
+    if isinstance(node, UserList):  # (a subclass's own __init__ may take other arguments)
+        user = copy.copy(node)
+        user.data = done
+        return user
     return type(node)(*done) if hasattr(node, "_fields") else type(node)(done)
 
 

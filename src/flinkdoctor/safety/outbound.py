@@ -112,10 +112,23 @@ class _MaskedStream:
             self._stream.flush()
 
     def _failing_as_written(self) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext() if self._err is None else written(self._err)
+        return _not_stdouts() if self._err is None else written(self._err)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding: the terminal's own
         return getattr(self._stream, name)
+
+
+class PipeClosed(OSError):
+    """A closed pipe of a stream that is not stdout: rich takes a BrokenPipeError for stdout's (it points stdout
+    at /dev/null and exits 1, `--fail-on`'s code). (OSError(EPIPE, ...) itself would be a BrokenPipeError.)"""
+
+
+@contextlib.contextmanager
+def _not_stdouts() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError as err:
+        raise PipeClosed(err.errno, err.strerror) from None
 
 
 def console(stderr: bool = False, file: Any = None, **options: Any) -> Any:
