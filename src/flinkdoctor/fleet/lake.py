@@ -130,16 +130,17 @@ def read(lake: str | Path, table: str, columns: list[str] | None = None, filter=
         schema = schema.append(pa.field("run", pa.string()))
         data = ds.dataset(str(path), schema=schema, format="parquet", partitioning="hive")
     present = [name for name in wanted if name in data.schema.names]
-    extra = [name for name in keys if name not in present and name in data.schema.names]
-    rows = data.to_table(columns=present + extra, filter=done if filter is None else done & filter).to_pylist()
+    superseded: set[tuple[Any, ...]] = set()
     if keys:
         kept = data.to_table(columns=[name for name in keys if name in data.schema.names], filter=done)
         for name in keys:  # (a lake older than retry)
             if name not in kept.column_names:
                 kept = kept.append_column(name, pa.nulls(kept.num_rows, pa.bool_() if name == "retry" else pa.string()))
         superseded = _superseded(kept.select(keys))
-        if superseded:
-            rows = [row for row in rows if tuple(row.get(name) for name in RETRY_KEYS) not in superseded]
+    extra = [name for name in keys if name not in present and name in data.schema.names] if superseded else []
+    rows = data.to_table(columns=present + extra, filter=done if filter is None else done & filter).to_pylist()
+    if superseded:
+        rows = [row for row in rows if tuple(row.get(name) for name in RETRY_KEYS) not in superseded]
     missing = [name for name in wanted if name not in present]
     for row in rows:
         for name in extra:
