@@ -154,8 +154,13 @@ def planted_file(draw, name: str):
         if position == "frame" and frames:
             i = draw(st.sampled_from(frames))
             line = lines[i]
+        # "message": in the line's second half and past the header's " - " (junk in a long logger's name is junk in
+        # the header: the line then joins the event before it, which is the "header" position's case, not this one)
+        body = len(line) // 2
+        if position == "message" and b" - " in line:
+            body = max(body, line.find(b" - ") + 3)
         at = {"header": draw(st.integers(0, min(12, len(line)))), "line-end": len(line)}.get(
-            position, draw(st.integers(len(line) // 2, len(line)))
+            position, draw(st.integers(body, len(line)))
         )
         lines[i] = line[:at] + junk + line[at:]
         if position == "message" and not set(junk) & {0, 10, 13} and re.search(rb"\b(WARN|ERROR)\b", line[:80]):
