@@ -21,6 +21,8 @@ def session_conf() -> dict[str, str]:
         "spark.sql.parquet.compression.codec": "lz4_raw",
         # the Python workers of flinkdoctor's own sessions, which run only its tasks (runtime/worker.py)
         f"spark.executorEnv.{OWN_WORKERS}": "1",
+        # PySpark imported from the installed package, not compiled from Spark's zips (runtime/daemon.py)
+        "spark.python.daemon.module": "flinkdoctor.runtime.daemon",
     }
     for item in filter(None, os.environ.get("FLINKDOCTOR_SPARK_CONF", "").split(",")):  # k=v,k=v overrides
         key, _, value = item.partition("=")
