@@ -143,6 +143,13 @@ def test_the_daemon_puts_the_installed_pyspark_before_sparks_zips(tmp_path):
     theirs = [str(distribution / "pyspark.zip"), str(distribution / "py4j-0.10.9.9-src.zip")]
     assert installed_first([*theirs, site]) == [*theirs, site]  # the installed pyspark is not theirs
     assert installed_first([*zips, str(tmp_path)]) == [*zips, str(tmp_path)]  # no installed pyspark found
+
+
+def test_only_local_sessions_run_flinkdoctors_daemon():
+    """A local session's workers start in this machine's environment, where flinkdoctor is installed; a cluster's
+    executors may get flinkdoctor only with their tasks (--py-files), after their daemon started: theirs is
+    PySpark's own."""
     from flinkdoctor.runtime.conf import session_conf
 
-    assert session_conf()["spark.python.daemon.module"] == "flinkdoctor.runtime.daemon"
+    assert session_conf(local=True)["spark.python.daemon.module"] == "flinkdoctor.runtime.daemon"
+    assert "spark.python.daemon.module" not in session_conf()

@@ -1,5 +1,6 @@
-"""The Python daemon of the sessions flinkdoctor starts (spark.python.daemon.module): PySpark's own, importing PySpark
-from the installed package rather than from the source-only zips Spark puts first on its workers' path.
+"""The Python daemon of the local sessions flinkdoctor starts (spark.python.daemon.module, conf.session_conf):
+PySpark's own, importing PySpark from the installed package rather than from the source-only zips Spark puts first
+on its workers' path.
 
 Spark starts its Python daemon, and the daemon forks the workers, with `SPARK_HOME/python/lib/pyspark.zip` and
 py4j's zip first on PYTHONPATH. A zip holds only sources and Python caches no bytecode for it: the daemon compiled
