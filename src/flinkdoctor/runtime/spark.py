@@ -55,9 +55,11 @@ def spark_session(
         return shared
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     builder = SparkSession.builder.appName(app_name)
+    local = False
     if master or not os.environ.get("SPARK_ENV_LOADED") and "spark.master" not in _submit_conf():
         builder = builder.master(master or "local[*]")
-    conf = session_conf()
+        local = (master or "local[*]").startswith("local")
+    conf = session_conf(local)
     starts_jvm = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
     ours = starts_jvm and "spark.driver.extraJavaOptions" not in conf and not _users_java_options()
     if ours and (options := java_options(conf["spark.driver.memory"], input_bytes)):
