@@ -1134,9 +1134,20 @@ def _header_fields(
         if timed.all():
             return light
         rest = np.flatnonzero(~timed)
-        full = _header_fields(part, text.take(pa.array(rest)), headerless[rest])
+        # the other rows' first lines, not their texts: a lab part's are its stack traces, tens of MB copied and
+        # read for their newlines again
+        full = _head_fields(part, heads.take(pa.array(rest)), headerless[rest])
         others = pa.array(~timed)
         return {name: pc.replace_with_mask(light[name], others, full[name]) for name in HEADER}
+    return _head_fields(part, heads, headerless)
+
+
+def _head_fields(part: Part, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
+    """_header_fields of every event, from its first line (`heads`)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
