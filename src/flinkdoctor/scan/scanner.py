@@ -43,7 +43,7 @@ from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test, levels_worded
 from .matcher import EXCEPTION_LINE, Fields, Matcher
-from .measure import measures, measures_type
+from .measure import byte_places, measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
 from .re2 import ascii_rows, byte_slice, extract, group_names, matching, positional_groups, re2_regex
@@ -1232,7 +1232,7 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     n = len(large)
     offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + n + 1]
     data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-    newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
+    newlines = byte_places(data, 10, int(offsets[0]), int(offsets[-1]))  # (a chunk at a time)
     if not len(newlines) and not text.null_count:  # every text one line (measured lines): the texts, not a copy
         return text.cast(pa.string())
     after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
