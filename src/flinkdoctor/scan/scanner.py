@@ -566,7 +566,7 @@ class _Events:
             return {}
         heads = pc.utf8_rtrim(self.text.take(pa.array(self.first[events])), characters="\r\n")
         headerless = ~self.header[self.first[events]] | self.piece[self.first[events]]
-        fields = _header_fields(self.part, heads.cast(pa.string()), headerless)
+        fields = _head_fields(self.part, heads.cast(pa.string()), headerless)  # (lines: no newline in them)
         columns = {
             "logger": fields["logger"],
             "message": fields["message"],
@@ -675,7 +675,8 @@ class _Events:
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
         only_timed = self._only_timed(keep, tries, masked, entries, worded, matcher) if unmatched else None
-        fields = _header_fields(part, text, headerless, only_timed)
+        heads = _first_lines(text)  # (read by the header's fields and by the WARN+ events' heads)
+        fields = _head_fields(part, heads, headerless, only_timed)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(
@@ -702,7 +703,7 @@ class _Events:
                 *[fields[name] for name in HEADER],
                 text,
                 pa.array(_repeats(keep, repeats)),
-                _heads(text, level),
+                _heads(heads, level),
             ],
             schema=_schema(),
         )
@@ -1055,24 +1056,23 @@ def _named_frame(data: Bytes, at: Positions, top: int | Positions) -> Flags:
     return named
 
 
-def _heads(text: pa.Array, level: pa.Array) -> pa.Array:
-    """Of each WARN+ event, its (masked) text's first line, at most HEAD_MAX chars; null for the others. The
-    unexplained errors read it for their evidence instead of `text`, whose decoding (every kept event's whole
-    text, before the level is filtered) was about half of their time on a large bundle. Only the WARN+ rows are
-    cut: a production part keeps hundreds of thousands of INFO measures for a dozen warnings."""
+def _heads(first_lines: pa.Array, level: pa.Array) -> pa.Array:
+    """Of each WARN+ event, its (masked) text's first line (`first_lines`: _first_lines of the texts), at most
+    HEAD_MAX chars; null for the others. The unexplained errors read it for their evidence instead of `text`,
+    whose decoding (every kept event's whole text, before the level is filtered) was about half of their time on
+    a large bundle. Only the WARN+ rows are cut: a production part keeps hundreds of thousands of INFO measures
+    for a dozen warnings; a lab part's are stack traces, whose texts are not copied to cut their first lines."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     warn = pc.indices_nonzero(_warned(level))
     if not len(warn):
-        return pa.nulls(len(text), pa.string())
-    # the first HEAD_MAX chars, then up to the first line end: the first line cut to HEAD_MAX chars
-    cut = pc.utf8_slice_codeunits(text.take(warn), 0, HEAD_MAX)
-    first = pc.list_element(pc.split_pattern(cut, "\n", max_splits=1), 0).cast(pa.string())
-    at = np.full(len(text), -1, dtype=np.int64)  # each row's place among the WARN+ rows, -1: none (null)
+        return pa.nulls(len(first_lines), pa.string())
+    cut = pc.utf8_slice_codeunits(first_lines.take(warn), 0, HEAD_MAX)
+    at = np.full(len(first_lines), -1, dtype=np.int64)  # each row's place among the WARN+ rows, -1: none (null)
     at[warn.to_numpy()] = np.arange(len(warn))
-    return first.take(pa.array(at, mask=at < 0))
+    return cut.take(pa.array(at, mask=at < 0))
 
 
 def _maskable(prefilter: Prefilter, hits: Hits) -> Flags | None:
@@ -1123,11 +1123,17 @@ def _header_fields(
     layout RE2 cannot read exactly). `only_timed`: the events of which only `ts` and `host` are read
     (_Events._only_timed): where the layout has them at fixed places, they are cut there from the lines its
     regex matches, the other fields left null (_timed_fields), and only the other events' fields are captured."""
+    return _head_fields(part, _first_lines(text), headerless, only_timed)
+
+
+def _head_fields(
+    part: Part, heads: pa.Array, headerless: Flags, only_timed: Flags | None = None
+) -> dict[str, pa.Array]:
+    """_header_fields from the events' first lines (`heads`: _first_lines of their texts)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    heads = _first_lines(text)
     if only_timed is not None and only_timed.any() and part.layout != "none" and _timed_places(part.layout) is not None:
         timed = only_timed & ascii_rows(heads)  # (a character is a byte: the places are bytes)
         light = _timed_fields(part.layout, heads, headerless)  # (over every row: no copy of most of them)
@@ -1139,15 +1145,6 @@ def _header_fields(
         full = _head_fields(part, heads.take(pa.array(rest)), headerless[rest])
         others = pa.array(~timed)
         return {name: pc.replace_with_mask(light[name], others, full[name]) for name in HEADER}
-    return _head_fields(part, heads, headerless)
-
-
-def _head_fields(part: Part, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
-    """_header_fields of every event, from its first line (`heads`)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
