@@ -182,3 +182,23 @@ def test_a_literals_first_place_in_each_line_is_pythons():
     assert _first_places(between, np.array([0, 19]), np.array([6, 25]), literal).tolist() == [-1, -1]
     copied = np.frombuffer(b"x checkpoint" + b"\n" * 200 + b" y", dtype=np.uint8)  # copied out back to back
     assert _first_places(copied, np.array([0, 212]), np.array([12, 214]), literal).tolist() == [-1, -1]
+
+
+def test_a_bytes_places_are_found_a_chunk_at_a_time_as_in_one_pass():
+    """measure.byte_places (the texts' newlines and the literals' first bytes, found a chunk at a time): every
+    place of the byte in data[lo:hi], as one comparison over all of it finds them, on real lines joined, with
+    chunks that cut lines and that end on the byte itself, and a range that starts and ends inside a chunk."""
+    import numpy as np
+
+    from flinkdoctor.scan.measure import byte_places
+
+    data = np.frombuffer("\n".join(events()).encode("utf-8"), dtype=np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    assert len(newlines) > 1000
+    on_newline = int(newlines[100] - newlines[99])  # a chunk whose first byte is a newline
+    for byte in (10, ord("j"), ord("/")):
+        for chunk in (1 << 20, 4096, 1000, on_newline):
+            for lo, hi in ((0, len(data)), (17, len(data) - 5), (int(newlines[99]), int(newlines[500]) + 1)):
+                want = np.flatnonzero(data[lo:hi] == byte) + lo
+                assert byte_places(data, byte, lo, hi, chunk).tolist() == want.tolist()
+    assert byte_places(data, 10, 5, 5).tolist() == []

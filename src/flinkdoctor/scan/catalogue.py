@@ -68,12 +68,11 @@ class CatalogueIndex:
     # the database of the patterns that match within a line and cannot start on a byte of a timestamp
     # (PREFIX_BYTES), serialized (None: no Hyperscan, or no such pattern); the patterns that may run from one
     # line into the next and theirs: only they need the lines as they follow each other in the part
-    # (candidates); the patterns within a line that may start on such a byte and theirs
+    # (candidates); the database of the patterns within a line that may start on such a byte
     compiled: bytes | None = field(default=None, repr=False, compare=False)
     spanning: tuple[int, ...] = ()
     spanning_compiled: bytes | None = field(default=None, repr=False, compare=False)
     on_prefix: tuple[int, ...] = ()  # the patterns that may start on a byte of PREFIX_BYTES (patterns.first_bytes)
-    prefixed: tuple[int, ...] = ()
     prefixed_compiled: bytes | None = field(default=None, repr=False, compare=False)
 
     @cached_property
@@ -185,7 +184,7 @@ def catalogue_index(catalogue: Entries | None, key: str | None = None) -> Catalo
                 on_prefix.add(pattern)
     patterns = tuple(by_pattern)
     prefixed = tuple(i for i, pattern in enumerate(patterns) if pattern in on_prefix)
-    of_rests, spanning, of_spanning, within_prefixed, of_prefixed = _serialized(patterns, prefixed)
+    of_rests, spanning, of_spanning, of_prefixed = _serialized(patterns, prefixed)
     index = CatalogueIndex(
         tuple(i for i, _ in pairs),
         tuple(r for _, r in pairs),
@@ -196,7 +195,6 @@ def catalogue_index(catalogue: Entries | None, key: str | None = None) -> Catalo
         spanning,
         of_spanning,
         prefixed,
-        within_prefixed,
         of_prefixed,
     )
     store(name, key, index)
@@ -228,29 +226,27 @@ def _engine() -> str:
     return str(getattr(hyperscan, "__version__", "hs"))
 
 
-# _compiled's: the rests' database, the spanning patterns and theirs, the prefixed patterns and theirs
+# _compiled's: the rests' database, the spanning patterns and theirs, the prefixed patterns' database
 Databases: TypeAlias = (
-    "tuple[hyperscan.Database | None, tuple[int, ...], hyperscan.Database | None, tuple[int, ...], "
-    "hyperscan.Database | None]"
+    "tuple[hyperscan.Database | None, tuple[int, ...], hyperscan.Database | None, hyperscan.Database | None]"
 )
 
 
 def _serialized(
     patterns: tuple[str, ...], on_prefix: tuple[int, ...]
-) -> tuple[bytes | None, tuple[int, ...], bytes | None, tuple[int, ...], bytes | None]:
-    """_compiled's databases serialized, with the numbers of the spanning patterns and of the prefixed ones
-    (None, (), None, (), None without Hyperscan: a task compiles them then, _databases)."""
+) -> tuple[bytes | None, tuple[int, ...], bytes | None, bytes | None]:
+    """_compiled's databases serialized, with the numbers of the spanning patterns (None, (), None, None without
+    Hyperscan: a task compiles them then, _databases)."""
     databases = _compiled(patterns, on_prefix)
     if databases is None:
-        return None, (), None, (), None
+        return None, (), None, None
     import hyperscan
 
-    of_rests, spanning, of_spanning, prefixed, of_prefixed = databases
+    of_rests, spanning, of_spanning, of_prefixed = databases
     return (
         None if of_rests is None else hyperscan.dumpb(of_rests),
         spanning,
         None if of_spanning is None else hyperscan.dumpb(of_spanning),
-        prefixed,
         None if of_prefixed is None else hyperscan.dumpb(of_prefixed),
     )
 
@@ -260,8 +256,8 @@ def _compiled(patterns: tuple[str, ...], on_prefix: tuple[int, ...]) -> Database
     PREFIX_BYTES, run on a line's bytes after its leading ones of that set (a timestamp), and the others, run on
     whole lines; the numbers of the patterns that may span lines (patterns.spans_lines, or compiled in
     Hyperscan's prefilter mode, which may loosen a pattern to match a newline, or start it anywhere) and their
-    database; the numbers of the prefixed ones and theirs. Each pattern is reported by its number (None: no such
-    pattern); None without Hyperscan."""
+    database; the prefixed ones' database. Each pattern is reported by its number (None: no such pattern); None
+    without Hyperscan."""
     try:
         import hyperscan  # noqa: F401 (only whether it is there)
     except ImportError:
@@ -276,14 +272,7 @@ def _compiled(patterns: tuple[str, ...], on_prefix: tuple[int, ...]) -> Database
             spanning |= inexact
             database = _database_of(patterns, [i for i in ours if i not in inexact])[0]
         databases.append(database)
-    within_prefixed = tuple(sorted(prefixed - spanning))
-    return (
-        databases[0],
-        tuple(sorted(spanning)),
-        _database_of(patterns, sorted(spanning))[0],
-        within_prefixed,
-        databases[1],
-    )
+    return databases[0], tuple(sorted(spanning)), _database_of(patterns, sorted(spanning))[0], databases[1]
 
 
 def _database_of(patterns: tuple[str, ...], numbers: list[int]) -> tuple[hyperscan.Database | None, set[int]]:
@@ -304,7 +293,7 @@ def _databases(index: CatalogueIndex) -> Databases | None:
 
         try:
             of_rests, of_spanning, of_prefixed = (None if c is None else _loaded(c) for c in stored)
-            return of_rests, index.spanning, of_spanning, index.prefixed, of_prefixed
+            return of_rests, index.spanning, of_spanning, of_prefixed
         except hyperscan.error:
             pass
     return _compiled(index.patterns, index.on_prefix)
@@ -344,7 +333,7 @@ def candidates(
     databases = _databases(index)
     if databases is None:
         return _candidates_re2(index, joined, starts)
-    of_rests, _, of_spanning, _, of_prefixed = databases
+    of_rests, _, of_spanning, of_prefixed = databases
     pairs = [none]
     lines = _binary(joined, np.append(starts, len(joined)))
     if of_rests is not None:
@@ -389,8 +378,8 @@ def _rests(lines: pa.LargeBinaryArray, sizes: Positions) -> pa.LargeBinaryArray:
     head = offsets[:-1, None] + np.arange(PREFIX_MAX)
     inside = head < (offsets[:-1] + sizes)[:, None]
     prefix = _prefix_table()[data[np.minimum(head, len(data) - 1)]] & inside
+    # (a byte past the line's end is not `inside`: the skip ends at the line's end at the latest)
     skip = np.where(prefix.all(axis=1), PREFIX_MAX, prefix.argmin(axis=1)).astype(np.int64)
-    skip = np.minimum(skip, sizes)
     both = np.empty(2 * len(sizes) + 1, dtype=np.int64)  # each line's prefix, then its rest, back to back
     both[0:-1:2], both[1::2], both[-1] = offsets[:-1], offsets[:-1] + skip, offsets[-1]
     parts = pa.Array.from_buffers(pa.large_binary(), len(both) - 1, [None, pa.py_buffer(both), lines.buffers()[2]])

@@ -123,11 +123,8 @@ class _Lines:
     @cached_property
     def newlines(self) -> Positions:
         """Where the texts' newlines are in `data`."""
-        import numpy as np
-
         lo = int(self.offsets[0]) if len(self.offsets) else 0
-        found: Positions = np.flatnonzero(self.data[lo : lo + self.size] == 10) + lo
-        return found
+        return byte_places(self.data, 10, lo, lo + self.size)
 
     @cached_property
     def ascii(self) -> Flags:
@@ -370,7 +367,7 @@ def _first_places(data: Bytes, begin: Positions, end: Positions, literal: bytes)
         begin = np.frombuffer(copied.buffers()[1], dtype=np.int64)[copied.offset : copied.offset + len(copied) + 1]
         end, begin = begin[1:], begin[:-1]
         data = np.frombuffer(copied.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-    found = _where(data, literal[0], int(begin[0]), int(end[-1]) - len(literal) + 1)
+    found = byte_places(data, literal[0], int(begin[0]), int(end[-1]) - len(literal) + 1)
     for offset, byte in enumerate(literal[1:], start=1):
         found = found[data[found + offset] == byte]
     line = np.searchsorted(begin, found, side="right") - 1  # (each place is at or after the first line's start)
@@ -452,7 +449,7 @@ def _jobs_by_bytes(text: pa.LargeStringArray, rows: Positions) -> tuple[Position
     lo, hi = int(offsets[0]), int(offsets[-1])
 
     def at(letters: bytes, key: int) -> Positions:  # where `letters` starts within one row, by its byte `key`
-        found = _where(data, letters[key], lo, hi) - key
+        found = byte_places(data, letters[key], lo, hi) - key
         found = found[(found >= lo) & (found + len(letters) <= hi)]
         for i, byte in enumerate(letters):
             if i != key:
@@ -481,7 +478,7 @@ def _jobs_by_bytes(text: pa.LargeStringArray, rows: Positions) -> tuple[Position
     return start, np.flatnonzero(undecided)
 
 
-def _where(data: npt.NDArray[np.uint8], byte: int, lo: int, hi: int, chunk: int = 1 << 20) -> Positions:
+def byte_places(data: npt.NDArray[np.uint8], byte: int, lo: int, hi: int, chunk: int = 1 << 20) -> Positions:
     """The offsets of `byte` in data[lo:hi], a chunk at a time (twice as fast as one comparison over all)."""
     import numpy as np
 

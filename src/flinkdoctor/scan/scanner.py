@@ -43,7 +43,7 @@ from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test, levels_worded
 from .matcher import EXCEPTION_LINE, Fields, Matcher
-from .measure import measures, measures_type
+from .measure import byte_places, measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
 from .re2 import ascii_rows, byte_slice, extract, group_names, matching, positional_groups, re2_regex
@@ -566,7 +566,7 @@ class _Events:
             return {}
         heads = pc.utf8_rtrim(self.text.take(pa.array(self.first[events])), characters="\r\n")
         headerless = ~self.header[self.first[events]] | self.piece[self.first[events]]
-        fields = _header_fields(self.part, heads.cast(pa.string()), headerless)
+        fields = _head_fields(self.part, heads.cast(pa.string()), headerless)  # (lines: no newline in them)
         columns = {
             "logger": fields["logger"],
             "message": fields["message"],
@@ -675,7 +675,8 @@ class _Events:
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
         only_timed = self._only_timed(keep, tries, masked, entries, worded, matcher) if unmatched else None
-        fields = _header_fields(part, text, headerless, only_timed)
+        heads = _first_lines(text)  # (read by the header's fields and by the WARN+ events' heads)
+        fields = _head_fields(part, heads, headerless, only_timed)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(
@@ -702,7 +703,7 @@ class _Events:
                 *[fields[name] for name in HEADER],
                 text,
                 pa.array(_repeats(keep, repeats)),
-                _heads(text, level),
+                _heads(heads, level),
             ],
             schema=_schema(),
         )
@@ -1055,24 +1056,23 @@ def _named_frame(data: Bytes, at: Positions, top: int | Positions) -> Flags:
     return named
 
 
-def _heads(text: pa.Array, level: pa.Array) -> pa.Array:
-    """Of each WARN+ event, its (masked) text's first line, at most HEAD_MAX chars; null for the others. The
-    unexplained errors read it for their evidence instead of `text`, whose decoding (every kept event's whole
-    text, before the level is filtered) was about half of their time on a large bundle. Only the WARN+ rows are
-    cut: a production part keeps hundreds of thousands of INFO measures for a dozen warnings."""
+def _heads(first_lines: pa.Array, level: pa.Array) -> pa.Array:
+    """Of each WARN+ event, its (masked) text's first line (`first_lines`: _first_lines of the texts), at most
+    HEAD_MAX chars; null for the others. The unexplained errors read it for their evidence instead of `text`,
+    whose decoding (every kept event's whole text, before the level is filtered) was about half of their time on
+    a large bundle. Only the WARN+ rows are cut: a production part keeps hundreds of thousands of INFO measures
+    for a dozen warnings; a lab part's are stack traces, whose texts are not copied to cut their first lines."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     warn = pc.indices_nonzero(_warned(level))
     if not len(warn):
-        return pa.nulls(len(text), pa.string())
-    # the first HEAD_MAX chars, then up to the first line end: the first line cut to HEAD_MAX chars
-    cut = pc.utf8_slice_codeunits(text.take(warn), 0, HEAD_MAX)
-    first = pc.list_element(pc.split_pattern(cut, "\n", max_splits=1), 0).cast(pa.string())
-    at = np.full(len(text), -1, dtype=np.int64)  # each row's place among the WARN+ rows, -1: none (null)
+        return pa.nulls(len(first_lines), pa.string())
+    cut = pc.utf8_slice_codeunits(first_lines.take(warn), 0, HEAD_MAX)
+    at = np.full(len(first_lines), -1, dtype=np.int64)  # each row's place among the WARN+ rows, -1: none (null)
     at[warn.to_numpy()] = np.arange(len(warn))
-    return first.take(pa.array(at, mask=at < 0))
+    return cut.take(pa.array(at, mask=at < 0))
 
 
 def _maskable(prefilter: Prefilter, hits: Hits) -> Flags | None:
@@ -1123,18 +1123,26 @@ def _header_fields(
     layout RE2 cannot read exactly). `only_timed`: the events of which only `ts` and `host` are read
     (_Events._only_timed): where the layout has them at fixed places, they are cut there from the lines its
     regex matches, the other fields left null (_timed_fields), and only the other events' fields are captured."""
+    return _head_fields(part, _first_lines(text), headerless, only_timed)
+
+
+def _head_fields(
+    part: Part, heads: pa.Array, headerless: Flags, only_timed: Flags | None = None
+) -> dict[str, pa.Array]:
+    """_header_fields from the events' first lines (`heads`: _first_lines of their texts)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    heads = _first_lines(text)
     if only_timed is not None and only_timed.any() and part.layout != "none" and _timed_places(part.layout) is not None:
         timed = only_timed & ascii_rows(heads)  # (a character is a byte: the places are bytes)
         light = _timed_fields(part.layout, heads, headerless)  # (over every row: no copy of most of them)
         if timed.all():
             return light
         rest = np.flatnonzero(~timed)
-        full = _header_fields(part, text.take(pa.array(rest)), headerless[rest])
+        # the other rows' first lines, not their texts: a lab part's are its stack traces, tens of MB copied and
+        # read for their newlines again
+        full = _head_fields(part, heads.take(pa.array(rest)), headerless[rest])
         others = pa.array(~timed)
         return {name: pc.replace_with_mask(light[name], others, full[name]) for name in HEADER}
     n = len(heads)
@@ -1221,7 +1229,7 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     n = len(large)
     offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + n + 1]
     data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-    newlines = np.flatnonzero(data[offsets[0] : offsets[-1]] == 10) + offsets[0]
+    newlines = byte_places(data, 10, int(offsets[0]), int(offsets[-1]))  # (a chunk at a time)
     if not len(newlines) and not text.null_count:  # every text one line (measured lines): the texts, not a copy
         return text.cast(pa.string())
     after = np.searchsorted(newlines, offsets[:-1])  # each text's first newline, if it is in the text
