@@ -95,6 +95,14 @@ BUNDLES = [
 ]
 
 
+def _measured():
+    """The measured rows the pipeline has the tasks write: with them, a task writes the times it reads itself."""
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.analytics.metrics import measured_rows
+
+    return measured_rows(load_metrics())
+
+
 def _every_key(events):
     """A row per (event, rule) match and per (event, entry) hit, `kind` "rule" or "entry" and `name`: every key
     the choice chooses among, exploded the plain way (the product sends one row per event instead)."""
@@ -145,6 +153,10 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
     combined, _, bundle_of = combine(manifests)
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
     events = build_events(spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
+    assert fd.chosen_of_files(events.files(spark), ("rule",)) is None  # (no measured rows: every time is Spark's)
+    events = build_events(
+        spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of, measured=_measured()
+    )
     table = events.table(spark)
     found = _every_key(table)
     by = ["bundle", "kind", "name"]
@@ -154,6 +166,7 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
     for keep in (1, 3, fd.KEEP_PER_RULE):
         monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
         rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
+        assert fd.chosen_of_files(events.files(spark), ("rule", "entry")) == (rows, groups)
         chosen: dict[tuple, set] = {}
         for row in rows:
             chosen.setdefault(tuple(row[k] for k in by), set()).add((row["sid"], row["block"], row["first_rel"]))
@@ -162,14 +175,11 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
     assert found.where(F.col("kind") == "entry").count() > 0 and sum(counts.values()) == found.count()
 
 
-def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch):
-    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files: every match has two twins
-    at the same time in the other files, so with 1 or 2 kept per group the cut falls inside the ties, and only
-    the documented order (time, then source, range, line) says which twin is chosen. The choice from the events'
-    name lists (chosen_of_events) must equal the plain sort of every match; the reversed tie order must not."""
+def _three_copies(spark, rules, tmp_path):
+    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files, scanned as the pipeline
+    scans: its manifest and events."""
     from conftest import lab_logs_of
     from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.diagnosis import findings as fd
     from flinkdoctor.scan.events import build_events
     from flinkdoctor.scan.matcher import build_matcher
     from flinkdoctor.sources.ingest import ingest
@@ -181,7 +191,18 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
         (bundle / copy / "flink-jobmanager.log").write_bytes(log)
     manifest = ingest([bundle], tmp_path / "work")
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
-    events = build_events(spark, manifest, tmp_path / "work", matcher.prefilter, matcher=matcher)
+    work = tmp_path / "work"
+    return manifest, build_events(spark, manifest, work, matcher.prefilter, matcher=matcher, measured=_measured())
+
+
+def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch):
+    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files: every match has two twins
+    at the same time in the other files, so with 1 or 2 kept per group the cut falls inside the ties, and only
+    the documented order (time, then source, range, line) says which twin is chosen. The choice from the events'
+    name lists (chosen_of_events) must equal the plain sort of every match; the reversed tie order must not."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    manifest, events = _three_copies(spark, rules, tmp_path)
     table = events.table(spark)
     every: dict[tuple, list] = {}
     for kind, found in (("rule", fd.match_events(table, detail=False)), ("entry", fd.catalogue_events(table, False))):
@@ -193,6 +214,7 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
     for keep in (1, 2):
         monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
         rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
+        assert fd.chosen_of_files(events.files(spark), ("rule", "entry")) == (rows, groups)
         chosen: dict[tuple, set] = {}
         for row in rows:
             group = (row["bundle"], row["kind"], row["name"])
@@ -206,3 +228,26 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
             reversed_ties[group] = {k[2:] for k in flipped[:keep] + flipped[-keep:]}
         assert chosen == plain, keep
         assert reversed_ties != plain  # the cut splits ties: a wrong tie order would choose other events
+
+
+@pytest.mark.parametrize("few", [True, False])
+def test_evidence_read_by_the_driver_is_spark_s(spark, rules, tmp_path, monkeypatch, few):
+    """A real JobManager log (lab checkpoint-timeout) in three files, its matches and hits tied in time: the
+    evidence with the driver reading the table's files (the choice and the events in detail, `stored`) equals,
+    in the same order, the evidence Spark read, with every match and hit read whole (`few`) and with instances
+    chosen (FEW 0): the findings, the counts and the catalogue's hits, lines and event texts included."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    manifest, events = _three_copies(spark, rules, tmp_path)
+    monkeypatch.setattr(fd, "KEEP_PER_RULE", 2)
+    if not few:
+        monkeypatch.setattr(fd, "FEW", 0)
+    counted = (events.stats["matched"], events.stats["catalogued"])
+    assert counted[0] > 0 and counted[1] > 0
+    by_spark = fd.collect_evidence(events.table(spark), events.blocks, manifest, *counted)
+    by_driver = fd.collect_evidence(events.table(spark), events.blocks, manifest, *counted, stored=events)
+    assert by_driver == by_spark
+    findings, counts, hits = by_driver
+    assert findings and all(f.event_text for f in findings) and hits
+    assert sum(counts.values()) == counted[0]
+    assert (len(findings) == counted[0]) == few  # every match read whole, or instances chosen

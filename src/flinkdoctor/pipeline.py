@@ -156,7 +156,7 @@ def diagnose_bundles(
     timings["scan_tasks_cpu_s"] = round(events.tasks_cpu_s, 3)
     table = events.table(spark)
     findings, counts, catalogued = collect_evidence(
-        table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0)
+        table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0), stored=events
     )
     hits: list[list[CatalogueHit]] = [[] for _ in manifests]
     for hit in catalogued:

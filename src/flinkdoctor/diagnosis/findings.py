@@ -8,7 +8,9 @@ second matcher that could drift from the product.
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
@@ -16,11 +18,12 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..knowledge.rulebook import Rule
-from ..scan.events import Blocks, block_offsets, sid_condition
+from ..scan.events import Blocks, EventsResult, block_offsets, sid_condition
 from ..sources.ingest import Manifest
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 # Entities a finding carries (rules capture their own values on top of these); taken from matched events only:
@@ -164,6 +167,129 @@ def chosen_of_events(events: DataFrame, kinds: tuple[str, ...]) -> tuple[list[Ke
     choose = partial(_choose_events, kinds=kinds, keep=KEEP_PER_RULE)
     partial_choices = found.mapInArrow(choose, CHOSEN_SCHEMA).toArrow()
     return _chosen_keys(_choose(partial_choices, ("bundle", "kind", "name"), KEEP_PER_RULE), ["bundle", "kind", "name"])
+
+
+def chosen_of_files(files: list[str], kinds: tuple[str, ...]) -> tuple[list[Keys], list[Keys]] | None:
+    """chosen_of_events, over the table's files (EventsResult.files) read by the driver, each file chosen from as
+    a Spark task chooses from its events: no Spark job, only the keys' and the names' leaves decoded, the files
+    read on every core. None when an event that names something has a time only Spark reads (its task left the
+    raw `ts`): chosen_of_events then."""
+    import pyarrow as pa
+
+    with _pool(files) as pool:
+        chosen = list(pool.map(partial(_choices_of_file, kinds=kinds), files))
+    if any(table is None for table in chosen):
+        return None
+    by = ("bundle", "kind", "name")
+    return _chosen_keys(_choose(pa.concat_tables(chosen), by, KEEP_PER_RULE), list(by))
+
+
+def _choices_of_file(path: str, kinds: tuple[str, ...]) -> pa.Table | None:
+    """_choose over one file's events (chosen_of_files), None when one that names something has no time of its
+    task's but a raw one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    stored = pq.ParquetFile(path)
+    leaves = {kind: _leaf(stored, KIND_LISTS[kind]) for kind in kinds}
+    read = stored.read(columns=["bundle", "sid", "block", "first_rel", "time", "ts", *leaves.values()])
+    lists = {kind: _names(read.column(KIND_LISTS[kind].split(".")[0])) for kind in kinds}
+    held = reduce(pc.or_, [_some(names) for names in lists.values()])
+    unread = pc.and_(pc.is_null(read.column("time")), pc.is_valid(read.column("ts")))
+    if pc.any(pc.and_(held, unread)).as_py():
+        return None
+    columns = {key: read.column(key).combine_chunks() for key in ("bundle", "sid", "block", "first_rel")}
+    batch = pa.record_batch({**columns, "at": read.column("time").combine_chunks(), **lists})
+    keys = pa.concat_tables([_keys_of(batch, kind) for kind in kinds])
+    return _choose(keys, ("bundle", "kind", "name"), KEEP_PER_RULE)
+
+
+def _some(lists: pa.Array) -> pa.Array:
+    """Whether each list holds anything (Spark's `size(list) > 0`: false for a null list)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.greater(pc.list_value_length(lists), 0), False)
+
+
+# what _in_detail reads of an event (`ts` and `time` for its time): its lists are KIND_LISTS' columns
+DETAIL_COLUMNS = (
+    "sid",
+    "bundle",
+    "block",
+    "first_rel",
+    "last_rel",
+    "ts",
+    "time",
+    "host",
+    "level",
+    "text",
+    "matches",
+    "entries",
+)
+Place = tuple[int, int, int]  # an event's (sid, block, first_rel)
+
+
+def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
+    """The events `wanted` (every event holding a match or a hit when None), read by the driver from the table's
+    files (EventsResult.files) with the columns _in_detail reads, in the order a read of the table gives them.
+    Spark's read of them packed its files largest first into its two tasks: one held 94 % of a lab bundle's
+    chosen events (the earliest and latest are in the first and last files) and did their entities' regexes
+    alone; the driver's rows go to Spark's tasks evenly (EventsResult.rows)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ranges: dict[tuple[int, int], Any] | None = None
+    if wanted is not None:
+        by_range: dict[tuple[int, int], list[int]] = {}
+        for sid, block, first_rel in wanted:
+            by_range.setdefault((sid, block), []).append(first_rel)
+        ranges = {key: np.array(rels, dtype=np.int64) for key, rels in by_range.items()}
+    with _pool(files) as pool:
+        read = [table for table in pool.map(partial(_rows_of_file, ranges=ranges), files) if table is not None]
+    return pa.concat_tables(read) if read else pq.read_schema(files[0]).empty_table().select(list(DETAIL_COLUMNS))
+
+
+def _rows_of_file(path: str, ranges: dict[tuple[int, int], Any] | None) -> pa.Table | None:
+    """rows_of_files of one file: the rows of `ranges` ((sid, block) -> the wanted events' first_rel), or every
+    row holding a match or a hit when None; None when it holds none."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    stored = pq.ParquetFile(path)
+    if ranges is None:
+        lists = stored.read(columns=[_leaf(stored, names) for names in KIND_LISTS.values()])
+        held = [_some(_names(lists.column(names.split(".")[0]))) for names in KIND_LISTS.values()]
+        keep = reduce(pc.or_, held).to_numpy(zero_copy_only=False)
+    else:
+        keys = stored.read(columns=["sid", "block", "first_rel"])
+        sid, block, first_rel = (keys.column(name).to_numpy() for name in ("sid", "block", "first_rel"))
+        keep = np.zeros(keys.num_rows, dtype=bool)
+        for s, b in set(zip(sid.tolist(), block.tolist(), strict=True)) & ranges.keys():
+            keep |= (sid == s) & (block == b) & np.isin(first_rel, ranges[s, b])
+    return stored.read(columns=list(DETAIL_COLUMNS)).filter(keep) if keep.any() else None
+
+
+def _leaf(stored: pq.ParquetFile, names: str) -> str:
+    """The Parquet column path of a list column's names (KIND_LISTS' "matches.rule": "matches.list.element.rule")."""
+    column, leaf = names.split(".")
+    paths: list[str] = [c.path for c in stored.schema]
+    return next(path for path in paths if path.startswith(f"{column}.") and path.endswith(f".{leaf}"))
+
+
+def _names(lists: pa.ChunkedArray) -> pa.ListArray:
+    """A list of one-field structs (a list column read down to one leaf) as the list of that field's values."""
+    import pyarrow as pa
+
+    whole = lists.combine_chunks()
+    return pa.ListArray.from_arrays(whole.offsets, whole.values.field(0), mask=whole.is_null())
+
+
+def _pool(files: list[str]) -> ThreadPoolExecutor:
+    """Threads for reading files on the driver: Parquet's decoding and numpy's sorts let go of the GIL."""
+    return ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1)))
 
 
 def _choose_events(batches: Iterator[pa.RecordBatch], kinds: tuple[str, ...], keep: int) -> Iterator[pa.RecordBatch]:
@@ -368,20 +494,31 @@ def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys
 
 
 def collect_evidence(
-    events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
+    events: DataFrame,
+    blocks: Blocks,
+    manifest: Manifest,
+    matched: int,
+    catalogued: int,
+    stored: EventsResult | None = None,
 ) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
     """collect_findings and collect_catalogue_hits together, each event's text (most of what a read costs) read
     once for all the rules and entries that want it: when the tasks counted few matches and few hits, one job
     reads every event that holds either in detail (two jobs decoded every kept event's text twice: the JVM's
     heap grew with the input under those pages); when both choose instances by aggregation, one job reads the
     events they chose, each event once with its matches and hits. Either way the rows are then split into the
-    two details."""
+    two details. With `stored` (the scan's table: `events` is its `table`) whose files the driver sees, the
+    driver reads the files for the choice and the events in detail (chosen_of_files, rows_of_files): Spark
+    gets only those events."""
     from pyspark.sql import functions as F
 
+    files = stored.files(events.sparkSession) if stored is not None else None
     if matched <= FEW and catalogued <= FEW:
         if not matched and not catalogued:
             return [], {}, []
-        held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
+        if stored is not None and files:
+            held = stored.rows(events.sparkSession, rows_of_files(files, None))
+        else:
+            held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
         matches, hits = _in_detail(held)
         counts: Counts = {}
         for match in matches:
@@ -393,12 +530,18 @@ def collect_evidence(
     if matched <= FEW or catalogued <= FEW:
         findings, counts = collect_findings(events, blocks, manifest, matched)
         return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
-    rows, both = chosen_of_events(events, ("rule", "entry"))
+    kinds = ("rule", "entry")
+    rows, both = (chosen_of_files(files, kinds) if files else None) or chosen_of_events(events, kinds)
     rule_rows, groups = _of_kind(rows, both, "rule")
     entry_rows, entry_groups = _of_kind(rows, both, "entry")
     rules = {(r["sid"], r["block"], r["first_rel"], r["rule"]) for r in rule_rows}
     entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
-    matches, hits = _in_detail(chosen_events_of(events, rows), rules, entries)
+    if stored is not None and files:
+        places = {(int(r["sid"]), int(r["block"]), int(r["first_rel"])) for r in rows}
+        chosen = stored.rows(events.sparkSession, rows_of_files(files, places))
+    else:
+        chosen = chosen_events_of(events, rows)
+    matches, hits = _in_detail(chosen, rules, entries)
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in entry_groups}
     return (
         _findings(matches, blocks, manifest),
