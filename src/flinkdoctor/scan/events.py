@@ -100,8 +100,12 @@ class EventsResult:
 
     def rows(self, spark: SparkSession, rows: pa.Table) -> DataFrame:
         """Rows the driver read from the table's files (STORED_SCHEMA's columns, `ts` and `time` among them) as
-        a DataFrame with `time` as `table` gives it."""
-        frame = spark.createDataFrame(rows)
+        a DataFrame with `time` as `table` gives it. Their empty batches are left out: Spark (4.3) reads the
+        Arrow stream createDataFrame sends it only up to the first batch of no rows, and lost every row after
+        it (a lab bundle's earliest instances, read in batches from the files)."""
+        import pyarrow as pa
+
+        frame = spark.createDataFrame(pa.Table.from_batches([b for b in rows.to_batches() if b.num_rows], rows.schema))
         return frame.select(
             *[c for c in frame.columns if c not in ("ts", "time")], stored_time(self.times).alias("time")
         )
