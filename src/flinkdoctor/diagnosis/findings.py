@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ..knowledge.rulebook import Rule
 from ..scan.events import Blocks, EventsResult, block_offsets, sid_condition
@@ -176,8 +176,7 @@ def chosen_of_files(files: list[str], kinds: tuple[str, ...]) -> tuple[list[Keys
     raw `ts`): chosen_of_events then."""
     import pyarrow as pa
 
-    with _pool(files) as pool:
-        chosen = list(pool.map(partial(_choices_of_file, kinds=kinds), files))
+    chosen = _each_file(files, partial(_choices_of_file, kinds=kinds))
     if any(table is None for table in chosen):
         return None
     by = ("bundle", "kind", "name")
@@ -228,6 +227,7 @@ DETAIL_COLUMNS = (
     "entries",
 )
 Place = tuple[int, int, int]  # an event's (sid, block, first_rel)
+T = TypeVar("T")
 
 
 def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
@@ -249,13 +249,12 @@ def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
                 "first_rel": pa.array(first_rel, pa.int64()),
             }
         )
-    with _pool(files) as pool:
-        read = [batch for batches in pool.map(partial(_rows_of_file, places=places), files) for batch in batches]
+    read = [batch for batches in _each_file(files, partial(_rows_of_file, places=places)) for batch in batches]
     schema = pq.read_schema(files[0]).empty_table().select(list(DETAIL_COLUMNS)).schema
     return pa.Table.from_batches(read, schema)
 
 
-DETAIL_BATCH = 2048  # a file's rows decoded at a time for detail (a lab file: ~17,000 events, 35 MB of text)
+DETAIL_BATCH = 512  # a file's rows decoded at a time for detail (a lab file: ~17,000 events, 35 MB of text)
 
 
 def _rows_of_file(path: str, places: pa.Table | None) -> list[pa.RecordBatch]:
@@ -305,9 +304,23 @@ def _names(lists: pa.ChunkedArray) -> pa.ListArray:
     return pa.ListArray.from_arrays(whole.offsets, whole.values.field(0), mask=whole.is_null())
 
 
-def _pool(files: list[str]) -> ThreadPoolExecutor:
-    """Threads for reading files on the driver: Parquet's decoding and numpy's sorts let go of the GIL."""
-    return ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1)))
+def _each_file(files: list[str], read: Callable[[str], T]) -> list[T]:
+    """`read` of each file, on a thread per core (Parquet's decoding and numpy's sorts let go of the GIL). After
+    each file what its decoding freed goes back to the system (the driver's Arrow pool is the C library's,
+    cli._system_arrow_pool: release_unused trims its heaps): kept, it added up file after file (a lab bundle's
+    ten files: ~50 MB, held to the end of the lap)."""
+    import pyarrow as pa
+
+    pool = pa.default_memory_pool()
+
+    def given_back(path: str) -> T:
+        try:
+            return read(path)
+        finally:
+            pool.release_unused()
+
+    with ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1))) as threads:
+        return list(threads.map(given_back, files))
 
 
 def _choose_events(batches: Iterator[pa.RecordBatch], kinds: tuple[str, ...], keep: int) -> Iterator[pa.RecordBatch]:
