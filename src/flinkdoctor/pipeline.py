@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .analytics import Analytics, analyse, analytics_rules, config_knowledge, extract, load_metrics
+from .analytics.columns import give_back
 from .analytics.metrics import Measure, measured_rows
 from .diagnosis.correlate import RootCause, correlate
 from .diagnosis.fallback import Catalogued, Outcome, fallback
@@ -158,6 +159,7 @@ def diagnose_bundles(
     findings, counts, catalogued = collect_evidence(
         table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0), stored=events
     )
+    give_back()  # what the lap's reads and collects freed: held, the later laps' peaks would stand on it
     hits: list[list[CatalogueHit]] = [[] for _ in manifests]
     for hit in catalogued:
         hits[hit.bundle].append(hit)

@@ -192,7 +192,9 @@ def _choices_of_file(path: str, kinds: tuple[str, ...]) -> pa.Table | None:
 
     stored = pq.ParquetFile(path)
     leaves = {kind: _leaf(stored, KIND_LISTS[kind]) for kind in kinds}
-    read = stored.read(columns=["bundle", "sid", "block", "first_rel", "time", "ts", *leaves.values()])
+    read = stored.read(
+        columns=["bundle", "sid", "block", "first_rel", "time", "ts", *leaves.values()], use_threads=False
+    )
     lists = {kind: _names(read.column(KIND_LISTS[kind].split(".")[0])) for kind in kinds}
     held = reduce(pc.or_, [_some(names) for names in lists.values()])
     unread = pc.and_(pc.is_null(read.column("time")), pc.is_valid(read.column("ts")))
@@ -236,20 +238,17 @@ def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
     Spark's read of them packed its files largest first into its two tasks: one held 94 % of a lab bundle's
     chosen events (the earliest and latest are in the first and last files) and did their entities' regexes
     alone; the driver's rows go to Spark's tasks evenly (EventsResult.rows)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    places = None
+    ranges: dict[tuple[int, int], Any] | None = None
     if wanted is not None:
-        sid, block, first_rel = zip(*wanted, strict=True) if wanted else ((), (), ())
-        places = pa.table(
-            {
-                "sid": pa.array(sid, pa.int32()),
-                "block": pa.array(block, pa.int64()),
-                "first_rel": pa.array(first_rel, pa.int64()),
-            }
-        )
-    read = [batch for batches in _each_file(files, partial(_rows_of_file, places=places)) for batch in batches]
+        by_range: dict[tuple[int, int], list[int]] = {}
+        for sid, block, first_rel in wanted:
+            by_range.setdefault((sid, block), []).append(first_rel)
+        ranges = {key: np.array(rels, dtype=np.int64) for key, rels in by_range.items()}
+    read = [batch for batches in _each_file(files, partial(_rows_of_file, ranges=ranges)) for batch in batches]
     schema = pq.read_schema(files[0]).empty_table().select(list(DETAIL_COLUMNS)).schema
     return pa.Table.from_batches(read, schema)
 
@@ -257,27 +256,31 @@ def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
 DETAIL_BATCH = 512  # a file's rows decoded at a time for detail (a lab file: ~17,000 events, 35 MB of text)
 
 
-def _rows_of_file(path: str, places: pa.Table | None) -> list[pa.RecordBatch]:
-    """rows_of_files of one file, as batches of its wanted rows (none empty): the rows of `places` (sid, block,
-    first_rel), or every row holding a match or a hit when None. The columns are decoded DETAIL_BATCH rows at a
-    time, so a thread holds a batch of the text, not a file's (two threads holding a lab file's whole text each
-    took the driver's peak from 291 to 506 MB)."""
+def _rows_of_file(path: str, ranges: dict[tuple[int, int], Any] | None) -> list[pa.RecordBatch]:
+    """rows_of_files of one file, as batches of its wanted rows (none empty): the rows of `ranges` ((sid, block)
+    -> the wanted events' first_rel), or every row holding a match or a hit when None. The columns are decoded
+    DETAIL_BATCH rows at a time, so a thread holds a batch of the text, not a file's (two threads holding a lab
+    file's whole text each took the driver's peak from 291 to 506 MB)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     stored = pq.ParquetFile(path)
-    if places is None:
-        lists = stored.read(columns=[_leaf(stored, names) for names in KIND_LISTS.values()])
+    if ranges is None:
+        lists = stored.read(columns=[_leaf(stored, names) for names in KIND_LISTS.values()], use_threads=False)
         held = [_some(_names(lists.column(names.split(".")[0]))) for names in KIND_LISTS.values()]
         keep = reduce(pc.or_, held).to_numpy(zero_copy_only=False)
-    else:  # a hash join of the file's keys with the wanted ones: linear in both
-        keys = stored.read(columns=["sid", "block", "first_rel"])
-        keys = keys.append_column("row", pa.array(np.arange(keys.num_rows, dtype=np.int64)))
-        found = keys.join(places, ["sid", "block", "first_rel"], join_type="left semi")
+    else:  # the rows grouped by range, each range's against its wanted lines: linear in rows and ranges
+        keys = stored.read(columns=["sid", "block", "first_rel"], use_threads=False)
+        sid, block, first_rel = (keys.column(name).to_numpy() for name in ("sid", "block", "first_rel"))
+        pairs, pair_of = np.unique(np.stack([sid.astype(np.int64), block]), axis=1, return_inverse=True)
+        order = np.argsort(pair_of.ravel(), kind="stable")
+        bounds = np.searchsorted(pair_of.ravel()[order], np.arange(pairs.shape[1] + 1))
         keep = np.zeros(keys.num_rows, dtype=bool)
-        keep[found.column("row").to_numpy()] = True
+        for p, pair in enumerate(zip(*pairs.tolist(), strict=True)):
+            if pair in ranges:
+                rows = order[bounds[p] : bounds[p + 1]]
+                keep[rows] = np.isin(first_rel[rows], ranges[pair])
     if not keep.any():
         return []
     kept, at = [], 0
