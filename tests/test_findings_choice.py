@@ -95,6 +95,14 @@ BUNDLES = [
 ]
 
 
+def _measured():
+    """The measured rows the pipeline has the tasks write: with them, a task writes the times it reads itself."""
+    from flinkdoctor.analytics import load_metrics
+    from flinkdoctor.analytics.metrics import measured_rows
+
+    return measured_rows(load_metrics())
+
+
 def _every_key(events):
     """A row per (event, rule) match and per (event, entry) hit, `kind` "rule" or "entry" and `name`: every key
     the choice chooses among, exploded the plain way (the product sends one row per event instead)."""
@@ -144,7 +152,9 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
     manifests = [ingest([b], tmp_path / f"b{i}") for i, b in enumerate(BUNDLES)]
     combined, _, bundle_of = combine(manifests)
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
-    events = build_events(spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of)
+    events = build_events(
+        spark, combined, tmp_path, matcher.prefilter, matcher=matcher, bundle_of=bundle_of, measured=_measured()
+    )
     table = events.table(spark)
     found = _every_key(table)
     by = ["bundle", "kind", "name"]
@@ -160,16 +170,20 @@ def test_bundles_together_choose_what_one_aggregation_chose(spark, rules, tmp_pa
         counts = {tuple(g[k] for k in by): g["cnt"] for g in groups}
         assert (counts, chosen) == _aggregated(found, by, keep), keep
     assert found.where(F.col("kind") == "entry").count() > 0 and sum(counts.values()) == found.count()
+    # some of these recordings' times only Spark reads (their tasks kept the raw `ts`): the driver leaves the
+    # choice to Spark, and still reads the chosen events in detail itself
+    assert fd.chosen_of_files(events.files(spark), ("rule", "entry")) is None
+    monkeypatch.setattr(fd, "FEW", 0)
+    counted = (events.stats["matched"], events.stats["catalogued"])
+    by_spark = fd.collect_evidence(table, events.blocks, combined, *counted)
+    assert fd.collect_evidence(table, events.blocks, combined, *counted, stored=events) == by_spark
 
 
-def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch):
-    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files: every match has two twins
-    at the same time in the other files, so with 1 or 2 kept per group the cut falls inside the ties, and only
-    the documented order (time, then source, range, line) says which twin is chosen. The choice from the events'
-    name lists (chosen_of_events) must equal the plain sort of every match; the reversed tie order must not."""
+def _three_copies(spark, rules, tmp_path):
+    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files, scanned as the pipeline
+    scans: its manifest and events."""
     from conftest import lab_logs_of
     from flinkdoctor.analytics import load_metrics
-    from flinkdoctor.diagnosis import findings as fd
     from flinkdoctor.scan.events import build_events
     from flinkdoctor.scan.matcher import build_matcher
     from flinkdoctor.sources.ingest import ingest
@@ -181,7 +195,18 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
         (bundle / copy / "flink-jobmanager.log").write_bytes(log)
     manifest = ingest([bundle], tmp_path / "work")
     matcher = build_matcher(rules, tuple(m.line for m in load_metrics()))
-    events = build_events(spark, manifest, tmp_path / "work", matcher.prefilter, matcher=matcher)
+    work = tmp_path / "work"
+    return manifest, build_events(spark, manifest, work, matcher.prefilter, matcher=matcher, measured=_measured())
+
+
+def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch):
+    """A real JobManager log (lab checkpoint-timeout, 1.20.3) copied into three files: every match has two twins
+    at the same time in the other files, so with 1 or 2 kept per group the cut falls inside the ties, and only
+    the documented order (time, then source, range, line) says which twin is chosen. The choice from the events'
+    name lists (chosen_of_events) must equal the plain sort of every match; the reversed tie order must not."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    manifest, events = _three_copies(spark, rules, tmp_path)
     table = events.table(spark)
     every: dict[tuple, list] = {}
     for kind, found in (("rule", fd.match_events(table, detail=False)), ("entry", fd.catalogue_events(table, False))):
@@ -193,6 +218,7 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
     for keep in (1, 2):
         monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
         rows, groups = fd.chosen_of_events(table, ("rule", "entry"))
+        assert fd.chosen_of_files(events.files(spark), ("rule", "entry")) == (rows, groups)
         chosen: dict[tuple, set] = {}
         for row in rows:
             group = (row["bundle"], row["kind"], row["name"])
@@ -206,3 +232,45 @@ def test_ties_at_the_cut_are_broken_by_place(spark, rules, tmp_path, monkeypatch
             reversed_ties[group] = {k[2:] for k in flipped[:keep] + flipped[-keep:]}
         assert chosen == plain, keep
         assert reversed_ties != plain  # the cut splits ties: a wrong tie order would choose other events
+
+
+@pytest.mark.parametrize("few", [True, False])
+def test_evidence_read_by_the_driver_is_spark_s(spark, rules, tmp_path, monkeypatch, few):
+    """A real JobManager log (lab checkpoint-timeout) in three files, its matches and hits tied in time: the
+    evidence with the driver reading the table's files (the choice and the events in detail, `stored`) equals,
+    in the same order, the evidence Spark read, with every match and hit read whole (`few`) and with instances
+    chosen (FEW 0): the findings, the counts and the catalogue's hits, lines and event texts included. Each
+    file is read for detail a row at a time, so that some of its batches hold no wanted event (a lab file
+    read 2,048 rows at a time lost every rule's earliest instances to them: see EventsResult.rows)."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    manifest, events = _three_copies(spark, rules, tmp_path)
+    monkeypatch.setattr(fd, "KEEP_PER_RULE", 2)
+    monkeypatch.setattr(fd, "DETAIL_BATCH", 1)
+    if not few:
+        monkeypatch.setattr(fd, "FEW", 0)
+    counted = (events.stats["matched"], events.stats["catalogued"])
+    assert counted[0] > 0 and counted[1] > 0
+    by_spark = fd.collect_evidence(events.table(spark), events.blocks, manifest, *counted)
+    by_driver = fd.collect_evidence(events.table(spark), events.blocks, manifest, *counted, stored=events)
+    assert by_driver == by_spark
+    findings, counts, hits = by_driver
+    assert findings and all(f.event_text for f in findings) and hits
+    assert sum(counts.values()) == counted[0]
+    assert (len(findings) == counted[0]) == few  # every match read whole, or instances chosen
+
+
+def test_rows_the_driver_read_reach_spark_whole(spark, rules, tmp_path):
+    """Rows the driver read come to Spark whole whatever their batches: Spark (4.3) stops reading the Arrow stream
+    of createDataFrame at its first empty batch, so a table whose batches include one (a file's batches filtered
+    to the wanted rows) must still give every row, in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, events = _three_copies(spark, rules, tmp_path)
+    read = pq.read_table(events.files(spark)[0])
+    batch = read.combine_chunks().to_batches()[0]
+    assert batch.num_rows > 3
+    table = pa.Table.from_batches([batch.slice(0, 3), batch.slice(3, 0), batch.slice(3)])
+    got = events.rows(spark, table).select("sid", "block", "first_rel").collect()
+    assert [tuple(row) for row in got] == list(zip(*(read.column(k).to_pylist() for k in ORDER_KEYS), strict=True))

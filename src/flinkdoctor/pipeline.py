@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from .analytics import Analytics, analyse, analytics_rules, config_knowledge, extract, load_metrics
+from .analytics.columns import give_back
 from .analytics.metrics import Measure, measured_rows
 from .diagnosis.correlate import RootCause, correlate
 from .diagnosis.fallback import Catalogued, Outcome, fallback
@@ -156,8 +157,9 @@ def diagnose_bundles(
     timings["scan_tasks_cpu_s"] = round(events.tasks_cpu_s, 3)
     table = events.table(spark)
     findings, counts, catalogued = collect_evidence(
-        table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0)
+        table, events.blocks, combined, events.stats["matched"], events.stats.get("catalogued", 0), stored=events
     )
+    give_back()  # what the lap's reads and collects freed: held, the later laps' peaks would stand on it
     hits: list[list[CatalogueHit]] = [[] for _ in manifests]
     for hit in catalogued:
         hits[hit.bundle].append(hit)

@@ -8,19 +8,22 @@ second matcher that could drift from the product.
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial, reduce
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ..knowledge.rulebook import Rule
-from ..scan.events import Blocks, block_offsets, sid_condition
+from ..scan.events import Blocks, EventsResult, block_offsets, sid_condition
 from ..sources.ingest import Manifest
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 # Entities a finding carries (rules capture their own values on top of these); taken from matched events only:
@@ -164,6 +167,167 @@ def chosen_of_events(events: DataFrame, kinds: tuple[str, ...]) -> tuple[list[Ke
     choose = partial(_choose_events, kinds=kinds, keep=KEEP_PER_RULE)
     partial_choices = found.mapInArrow(choose, CHOSEN_SCHEMA).toArrow()
     return _chosen_keys(_choose(partial_choices, ("bundle", "kind", "name"), KEEP_PER_RULE), ["bundle", "kind", "name"])
+
+
+def chosen_of_files(files: list[str], kinds: tuple[str, ...]) -> tuple[list[Keys], list[Keys]] | None:
+    """chosen_of_events, over the table's files (EventsResult.files) read by the driver, each file chosen from as
+    a Spark task chooses from its events: no Spark job, only the keys' and the names' leaves decoded, the files
+    read on every core. None when an event that names something has a time only Spark reads (its task left the
+    raw `ts`): chosen_of_events then."""
+    import pyarrow as pa
+
+    by = ("bundle", "kind", "name")
+    merged: pa.Table | None = None
+    for chosen in _each_file(files, partial(_choices_of_file, kinds=kinds)):
+        if chosen is None:
+            return None
+        # merged as they come: every file's choice held until the end was 80 files x the groups' candidates at
+        # lab 8 GiB (the driver's peak 386 MiB against 323)
+        merged = chosen if merged is None else _choose(pa.concat_tables([merged, chosen]), by, KEEP_PER_RULE)
+    return _chosen_keys(merged, list(by)) if merged is not None else ([], [])
+
+
+def _choices_of_file(path: str, kinds: tuple[str, ...]) -> pa.Table | None:
+    """_choose over one file's events (chosen_of_files), None when one that names something has no time of its
+    task's but a raw one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    stored = pq.ParquetFile(path)
+    leaves = {kind: _leaf(stored, KIND_LISTS[kind]) for kind in kinds}
+    read = stored.read(
+        columns=["bundle", "sid", "block", "first_rel", "time", "ts", *leaves.values()], use_threads=False
+    )
+    lists = {kind: _names(read.column(KIND_LISTS[kind].split(".")[0])) for kind in kinds}
+    held = reduce(pc.or_, [_some(names) for names in lists.values()])
+    unread = pc.and_(pc.is_null(read.column("time")), pc.is_valid(read.column("ts")))
+    if pc.any(pc.and_(held, unread)).as_py():
+        return None
+    columns = {key: read.column(key).combine_chunks() for key in ("bundle", "sid", "block", "first_rel")}
+    batch = pa.record_batch({**columns, "at": read.column("time").combine_chunks(), **lists})
+    keys = pa.concat_tables([_keys_of(batch, kind) for kind in kinds])
+    return _choose(keys, ("bundle", "kind", "name"), KEEP_PER_RULE)
+
+
+def _some(lists: pa.Array) -> pa.Array:
+    """Whether each list holds anything (Spark's `size(list) > 0`: false for a null list)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.greater(pc.list_value_length(lists), 0), False)
+
+
+# what _in_detail reads of an event (`ts` and `time` for its time): its lists are KIND_LISTS' columns
+DETAIL_COLUMNS = (
+    "sid",
+    "bundle",
+    "block",
+    "first_rel",
+    "last_rel",
+    "ts",
+    "time",
+    "host",
+    "level",
+    "text",
+    "matches",
+    "entries",
+)
+Place = tuple[int, int, int]  # an event's (sid, block, first_rel)
+T = TypeVar("T")
+
+
+def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
+    """The events `wanted` (every event holding a match or a hit when None), read by the driver from the table's
+    files (EventsResult.files) with the columns _in_detail reads, in the order a read of the table gives them.
+    Spark's read of them packed its files largest first into its two tasks: one held 94 % of a lab bundle's
+    chosen events (the earliest and latest are in the first and last files) and did their entities' regexes
+    alone; the driver's rows go to Spark's tasks evenly (EventsResult.rows)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ranges: dict[tuple[int, int], Any] | None = None
+    if wanted is not None:
+        by_range: dict[tuple[int, int], list[int]] = {}
+        for sid, block, first_rel in wanted:
+            by_range.setdefault((sid, block), []).append(first_rel)
+        ranges = {key: np.array(rels, dtype=np.int64) for key, rels in by_range.items()}
+    read = [batch for batches in _each_file(files, partial(_rows_of_file, ranges=ranges)) for batch in batches]
+    schema = pq.read_schema(files[0]).empty_table().select(list(DETAIL_COLUMNS)).schema
+    return pa.Table.from_batches(read, schema)
+
+
+DETAIL_BATCH = 512  # a file's rows decoded at a time for detail (a lab file: ~17,000 events, 35 MB of text)
+
+
+def _rows_of_file(path: str, ranges: dict[tuple[int, int], Any] | None) -> list[pa.RecordBatch]:
+    """rows_of_files of one file, as batches of its wanted rows (none empty): the rows of `ranges` ((sid, block)
+    -> the wanted events' first_rel), or every row holding a match or a hit when None. The columns are decoded
+    DETAIL_BATCH rows at a time, so a thread holds a batch of the text, not a file's (two threads holding a lab
+    file's whole text each took the driver's peak from 291 to 506 MB)."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    stored = pq.ParquetFile(path)
+    if ranges is None:
+        lists = stored.read(columns=[_leaf(stored, names) for names in KIND_LISTS.values()], use_threads=False)
+        held = [_some(_names(lists.column(names.split(".")[0]))) for names in KIND_LISTS.values()]
+        keep = reduce(pc.or_, held).to_numpy(zero_copy_only=False)
+    else:  # the rows grouped by range, each range's against its wanted lines: linear in rows and ranges
+        keys = stored.read(columns=["sid", "block", "first_rel"], use_threads=False)
+        sid, block, first_rel = (keys.column(name).to_numpy() for name in ("sid", "block", "first_rel"))
+        pairs, pair_of = np.unique(np.stack([sid.astype(np.int64), block]), axis=1, return_inverse=True)
+        order = np.argsort(pair_of.ravel(), kind="stable")
+        bounds = np.searchsorted(pair_of.ravel()[order], np.arange(pairs.shape[1] + 1))
+        keep = np.zeros(keys.num_rows, dtype=bool)
+        for p, pair in enumerate(zip(*pairs.tolist(), strict=True)):
+            if pair in ranges:
+                rows = order[bounds[p] : bounds[p + 1]]
+                keep[rows] = np.isin(first_rel[rows], ranges[pair])
+    if not keep.any():
+        return []
+    kept, at = [], 0
+    for batch in stored.iter_batches(DETAIL_BATCH, columns=list(DETAIL_COLUMNS), use_threads=False):
+        chosen = batch.filter(keep[at : at + batch.num_rows])
+        at += batch.num_rows
+        if chosen.num_rows:
+            kept.append(chosen)
+    return kept
+
+
+def _leaf(stored: pq.ParquetFile, names: str) -> str:
+    """The Parquet column path of a list column's names (KIND_LISTS' "matches.rule": "matches.list.element.rule")."""
+    column, leaf = names.split(".")
+    paths: list[str] = [c.path for c in stored.schema]
+    return next(path for path in paths if path.startswith(f"{column}.") and path.endswith(f".{leaf}"))
+
+
+def _names(lists: pa.ChunkedArray) -> pa.ListArray:
+    """A list of one-field structs (a list column read down to one leaf) as the list of that field's values."""
+    import pyarrow as pa
+
+    whole = lists.combine_chunks()
+    return pa.ListArray.from_arrays(whole.offsets, whole.values.field(0), mask=whole.is_null())
+
+
+def _each_file(files: list[str], read: Callable[[str], T]) -> Iterator[T]:
+    """`read` of each file, in the files' order, given as each is done, on a thread per core (Parquet's decoding
+    and numpy's sorts let go of the GIL). After each file what its decoding freed goes back to the system (the
+    driver's Arrow pool is the C library's, cli._system_arrow_pool: release_unused trims its heaps): kept, it
+    added up file after file (a lab bundle's ten files: ~50 MB, held to the end of the lap)."""
+    import pyarrow as pa
+
+    pool = pa.default_memory_pool()
+
+    def given_back(path: str) -> T:
+        try:
+            return read(path)
+        finally:
+            pool.release_unused()
+
+    with ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1))) as threads:
+        yield from threads.map(given_back, files)
 
 
 def _choose_events(batches: Iterator[pa.RecordBatch], kinds: tuple[str, ...], keep: int) -> Iterator[pa.RecordBatch]:
@@ -368,20 +532,31 @@ def _of_kind(rows: list[Keys], groups: list[Keys], kind: str) -> tuple[list[Keys
 
 
 def collect_evidence(
-    events: DataFrame, blocks: Blocks, manifest: Manifest, matched: int, catalogued: int
+    events: DataFrame,
+    blocks: Blocks,
+    manifest: Manifest,
+    matched: int,
+    catalogued: int,
+    stored: EventsResult | None = None,
 ) -> tuple[list[Finding], Counts, list[CatalogueHit]]:
     """collect_findings and collect_catalogue_hits together, each event's text (most of what a read costs) read
     once for all the rules and entries that want it: when the tasks counted few matches and few hits, one job
     reads every event that holds either in detail (two jobs decoded every kept event's text twice: the JVM's
     heap grew with the input under those pages); when both choose instances by aggregation, one job reads the
     events they chose, each event once with its matches and hits. Either way the rows are then split into the
-    two details."""
+    two details. With `stored` (the scan's table: `events` is its `table`) whose files the driver sees, the
+    driver reads the files for the choice and the events in detail (chosen_of_files, rows_of_files): Spark
+    gets only those events."""
     from pyspark.sql import functions as F
 
+    files = stored.files(events.sparkSession) if stored is not None else None
     if matched <= FEW and catalogued <= FEW:
         if not matched and not catalogued:
             return [], {}, []
-        held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
+        if stored is not None and files:
+            held = stored.rows(events.sparkSession, rows_of_files(files, None))
+        else:
+            held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
         matches, hits = _in_detail(held)
         counts: Counts = {}
         for match in matches:
@@ -393,12 +568,18 @@ def collect_evidence(
     if matched <= FEW or catalogued <= FEW:
         findings, counts = collect_findings(events, blocks, manifest, matched)
         return findings, counts, collect_catalogue_hits(events, blocks, manifest, catalogued)
-    rows, both = chosen_of_events(events, ("rule", "entry"))
+    kinds = ("rule", "entry")
+    rows, both = (chosen_of_files(files, kinds) if files else None) or chosen_of_events(events, kinds)
     rule_rows, groups = _of_kind(rows, both, "rule")
     entry_rows, entry_groups = _of_kind(rows, both, "entry")
     rules = {(r["sid"], r["block"], r["first_rel"], r["rule"]) for r in rule_rows}
     entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
-    matches, hits = _in_detail(chosen_events_of(events, rows), rules, entries)
+    if stored is not None and files:
+        places = {(int(r["sid"]), int(r["block"]), int(r["first_rel"])) for r in rows}
+        chosen = stored.rows(events.sparkSession, rows_of_files(files, places))
+    else:
+        chosen = chosen_events_of(events, rows)
+    matches, hits = _in_detail(chosen, rules, entries)
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in entry_groups}
     return (
         _findings(matches, blocks, manifest),

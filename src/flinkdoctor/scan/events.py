@@ -42,6 +42,7 @@ from .prefilter import Prefilter
 from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, part_rows, run
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame, Row, SparkSession
 
 __all__ = ["MAX_EVENT_LINES", "EventsResult", "block_offsets", "build_events", "file_line", "plan"]
@@ -87,6 +88,27 @@ class EventsResult:
         names = [name for name in stored.columns if name not in ("ts", "time")]
         at = names.index("measures")
         return stored.select(*names[:at], stored_time(self.times).alias("time"), *names[at:])
+
+    def files(self, spark: SparkSession) -> list[str] | None:
+        """The table's Parquet files, for the driver to read itself, in the order a read of the table gives their
+        rows (Spark packs a scan's files largest first); None where the driver may not see them (a master that
+        is not local: the tasks wrote where they ran)."""
+        if not _local(spark):
+            return None
+        found = [e for e in os.scandir(self.path) if e.is_file() and not e.name.startswith(("_", "."))]
+        return [e.path for e in sorted(found, key=lambda e: (-e.stat().st_size, e.name))]
+
+    def rows(self, spark: SparkSession, rows: pa.Table) -> DataFrame:
+        """Rows the driver read from the table's files (STORED_SCHEMA's columns, `ts` and `time` among them) as
+        a DataFrame with `time` as `table` gives it. Their empty batches are left out: Spark (4.3) reads the
+        Arrow stream createDataFrame sends it only up to the first batch of no rows, and lost every row after
+        it (a lab bundle's earliest instances, read in batches from the files)."""
+        import pyarrow as pa
+
+        frame = spark.createDataFrame(pa.Table.from_batches([b for b in rows.to_batches() if b.num_rows], rows.schema))
+        return frame.select(
+            *[c for c in frame.columns if c not in ("ts", "time")], stored_time(self.times).alias("time")
+        )
 
 
 def _size_to_read(source: Source) -> int:
