@@ -16,32 +16,31 @@ from flinkdoctor.runtime import jvm
 SEED = DATA / "seeds" / "000"
 
 
-def test_options_by_input_size_and_archive(tmp_path, monkeypatch):
+def test_options_and_archive(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "0")
-    serial = "-XX:+UseSerialGC"  # every session: a heap that does not grow with the input
-    assert jvm.java_options("3g", 1000) == f"{serial} -XX:TieredStopAtLevel=1"  # a small input: the quick tier only
-    assert jvm.java_options("3g", jvm.SHORT_RUN_BYTES) == serial
-    assert jvm.java_options("3g", None) == serial
+    # every session: a heap that does not grow with the input, the JIT's quick tier only
+    serial = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+    assert jvm.java_options("3g") == serial
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "1")
     monkeypatch.setattr(jvm, "_start_writing", lambda key: tmp_path / "writing")
-    assert jvm.java_options("3g", None) == f"{serial} -XX:ArchiveClassesAtExit={tmp_path / 'writing'}"
+    assert jvm.java_options("3g") == f"{serial} -XX:ArchiveClassesAtExit={tmp_path / 'writing'}"
     key = jvm._key("3g")
     folder = tmp_path / "flinkdoctor"
     folder.mkdir()
     (folder / f"jvm-{key}-99.jsa").write_bytes(b"x" * 50)  # cut short: its name says 99 bytes
-    assert jvm.java_options("3g", None).startswith(f"{serial} -XX:ArchiveClassesAtExit=")
+    assert jvm.java_options("3g").startswith(f"{serial} -XX:ArchiveClassesAtExit=")
     (folder / f"jvm-{key}-50.jsa").write_bytes(b"x" * 50)
-    assert jvm.java_options("3g", None) == f"{serial} -XX:SharedArchiveFile={folder / f'jvm-{key}-50.jsa'}"
+    assert jvm.java_options("3g") == f"{serial} -XX:SharedArchiveFile={folder / f'jvm-{key}-50.jsa'}"
     assert jvm._key("3g") != jvm._key("8g")  # another heap size, another archive
     os.chmod(folder / f"jvm-{key}-50.jsa", 0o666)  # others could have written it: never mapped
-    assert jvm.java_options("3g", None).startswith(f"{serial} -XX:ArchiveClassesAtExit=")
+    assert jvm.java_options("3g").startswith(f"{serial} -XX:ArchiveClassesAtExit=")
 
 
 def test_no_archive_in_a_folder_spark_would_split(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINKDOCTOR_STATE_DIR", str(tmp_path / "my state"))
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "1")
-    assert jvm.java_options("3g", None) == "-XX:+UseSerialGC"
+    assert jvm.java_options("3g") == "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
 @pytest.mark.spark  # starts Spark in a subprocess
@@ -49,9 +48,9 @@ def test_a_jvm_that_refuses_the_options_is_started_without_them(tmp_path):
     """Options the JVM does not know make it exit at once: the session is started again without them."""
     code = (
         "import flinkdoctor.runtime.jvm as jvm\n"
-        "jvm.java_options = lambda memory, size: '-XX:+NoSuchOptionInAnyJvm'\n"
+        "jvm.java_options = lambda memory: '-XX:+NoSuchOptionInAnyJvm'\n"
         "from flinkdoctor.runtime.spark import spark_session\n"
-        "print(spark_session(input_bytes=10).range(3).count())\n"
+        "print(spark_session().range(3).count())\n"
     )
     env = {**os.environ, "FLINKDOCTOR_STATE_DIR": str(tmp_path)}
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
@@ -94,9 +93,9 @@ def test_no_collector_of_ours_where_the_environment_chooses_one(tmp_path, monkey
     monkeypatch.setenv("FLINKDOCTOR_JVM_ARCHIVE", "0")
     for name in ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"):
         monkeypatch.setenv(name, "-Xss4m")
-        assert jvm.java_options("3g", None) == "-XX:+UseSerialGC"
+        assert jvm.java_options("3g") == "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
         monkeypatch.setenv(name, "-Xss4m -XX:+UseG1GC")
-        assert jvm.java_options("3g", None) == ""
+        assert jvm.java_options("3g") == "-XX:TieredStopAtLevel=1"
         monkeypatch.delenv(name)
 
 

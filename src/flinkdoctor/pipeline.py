@@ -70,9 +70,8 @@ def diagnose(
         if spark is None:
             from .runtime.spark import spark_session
 
-            input_bytes = sum(s.size for s in manifest.sources if not s.derived)
             building = beside(rules_matcher, rules)  # while this thread waits for the JVM to start
-            spark = spark_session(input_bytes=input_bytes, verbose=verbose)
+            spark = spark_session(verbose=verbose)
             matcher = building.result()
         timings["spark_ready_s"] = round(time.perf_counter() - started, 3)
         done = diagnose_bundles(

@@ -1,5 +1,5 @@
-"""Starting Spark's JVM faster for a local run: a class archive, and the quick JIT tier for small inputs; and its
-heap the same size whatever the input: the serial collector.
+"""Starting Spark's JVM faster for a local run: a class archive, and the JIT's quick tier; and its heap the same
+size whatever the input: the serial collector.
 
 Most of a fresh local session's time is the JVM loading and verifying Spark's classes. Java 17 can write the
 classes a run loaded to an archive when it exits (-XX:ArchiveClassesAtExit) and map that archive in later runs
@@ -11,10 +11,14 @@ different JVM rejects an archive, but a mismatch is cheaper to avoid); it lives 
 (userstate.py). FLINKDOCTOR_JVM_ARCHIVE=0 turns it off, and so do JVM options the user sets; a JVM that refuses
 the options is started again without them (spark.py).
 
-Inputs under SHORT_RUN_BYTES also run with only the JIT's quick tier (-XX:TieredStopAtLevel=1): the optimising
-compiler's threads compete with the Python tasks for the cores, and its code pays that back only on long runs.
-Measured on two cores: seed bundle 12.0 s against 14.0 s (no archive); 1 GiB 25-27 s against 28-30 s; but 8 GiB
-122 s against 111 s, where the JVM's own work (Parquet, the unexplained errors' regexes) is longer.
+Every session runs with only the JIT's quick tier (-XX:TieredStopAtLevel=1): the optimising compiler's threads
+compete with the Python tasks for the two cores, and the JVM's own work no longer pays them back at any size.
+Measured on two cores: seed bundle 12.0 s against 14.0 s (no archive); 1 GiB 25-27 s against 28-30 s (session
+8). At 8 GiB the full JIT was once ahead (111 s against 122 s, when the JVM matched the unexplained errors'
+regexes and read every event for the findings); since the driver reads the findings' events itself, the quick
+tier is ahead there too: production 8 GiB 41.2 and 42.5 s against 47.1 and 49.2 s, lab 8 GiB 69.3 and 70.2 s
+against 73.3 and 73.4 s (fifteenth session, bench/RESULTS.md; gap15 saw C2 take 2.3 s of the JVM's 5.5 s of CPU
+in the scan of 4 GiB).
 
 Every session collects with the serial collector (SERIAL_GC), unless the environment's JVM options choose a
 collector (the JVM refuses two). The JVM holds little between jobs (100-300 MB live
@@ -39,17 +43,15 @@ from pathlib import Path
 
 from .userstate import private, state_dir
 
-SHORT_RUN_BYTES = 2 * 2**30
+QUICK_TIER = "-XX:TieredStopAtLevel=1"
 SERIAL_GC = "-XX:+UseSerialGC"
 EXIT_WAIT_S = 120  # the longest the first run waits for its JVM to write the archive
 STALE_S = 3600  # a temporary archive this old was left by a run that was killed
 
 
-def java_options(driver_memory: str, input_bytes: int | None) -> str:
-    """The driver JVM's options for a session flinkdoctor starts itself ('' for none)."""
-    options = [] if _collector_chosen() else [SERIAL_GC]
-    if input_bytes is not None and input_bytes < SHORT_RUN_BYTES:
-        options.append("-XX:TieredStopAtLevel=1")
+def java_options(driver_memory: str) -> str:
+    """The driver JVM's options for a session flinkdoctor starts itself."""
+    options = ([] if _collector_chosen() else [SERIAL_GC]) + [QUICK_TIER]
     wanted = os.environ.get("FLINKDOCTOR_JVM_ARCHIVE", "1") != "0" and _quotable(state_dir())
     if wanted and (key := _key(driver_memory)) is not None:
         found = _archive(key)

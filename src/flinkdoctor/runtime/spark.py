@@ -36,11 +36,9 @@ def spark_session(
     master: str | None = None,
     app_name: str = "flinkdoctor",
     remote: str | None = None,
-    input_bytes: int | None = None,
     verbose: bool = False,
 ) -> SparkSession:
-    """The session; `input_bytes`, when known, tunes a JVM this call starts to the input's size (jvm.py);
-    `verbose` lets the output of a JVM this call starts through to the terminal."""
+    """The session; `verbose` lets the output of a JVM this call starts through to the terminal."""
     from pyspark import SparkContext
     from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
@@ -62,7 +60,7 @@ def spark_session(
     conf = session_conf(local)
     starts_jvm = SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT")
     ours = starts_jvm and "spark.driver.extraJavaOptions" not in conf and not _users_java_options()
-    if ours and (options := java_options(conf["spark.driver.memory"], input_bytes)):
+    if ours and (options := java_options(conf["spark.driver.memory"])):
         conf["spark.driver.extraJavaOptions"] = options
     for key, value in conf.items():
         builder = builder.config(key, value)
