@@ -2320,3 +2320,25 @@ def test_the_measures_are_let_go_before_the_failure_catalogue_loads(spark, rules
     report = pipeline.diagnose([LAB / "1.20.3" / "checkpoint-timeout.tar.gz"], spark=spark, rules=rules)
     assert report.checkpoints.jobs and made  # (measured checkpoints)
     assert alive == [False]  # the catalogue was loaded once, the measures gone by then
+
+
+def test_a_window_steps_back_to_its_last_cut_when_the_next_group_would_overflow_it(tmp_path, monkeypatch):
+    """Plan.of: a window closes at the last cut before it would pass WINDOW_ROWS, not at the row group where it
+    passes it, when no cut is there: job Y's rows in groups 1 and 2, no cut between them, so the windows are
+    [0] and [1, 2] (cutting after group 1 split Y between two windows: review15b's surviving mutant)."""
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    x = _job_measures("ab" * 16, 0, 1, datetime(2026, 3, 1))  # 1 trigger, 1 completion
+    y = _job_measures("cd" * 16, 0, 8, datetime(2026, 3, 2))  # 8 of each, 8 rows in each of two groups
+    file = _measures_file(x + y, number, {0: 0})
+    with pq.ParquetWriter(tmp_path / "part-00000.parquet", file.schema) as writer:
+        for start, length in ((0, 2), (2, 8), (10, 8)):
+            writer.write_table(file.slice(start, length))
+    monkeypatch.setattr(m, "WINDOW_ROWS", 16)
+    plan = m.Plan.of(m.Texts(fs.LocalFileSystem(), str(tmp_path)), known)
+    assert [groups for groups, _ in plan.windows] == [[0], [1, 2]] and not plan.carried

@@ -274,3 +274,89 @@ def test_rows_the_driver_read_reach_spark_whole(spark, rules, tmp_path):
     table = pa.Table.from_batches([batch.slice(0, 3), batch.slice(3, 0), batch.slice(3)])
     got = events.rows(spark, table).select("sid", "block", "first_rel").collect()
     assert [tuple(row) for row in got] == list(zip(*(read.column(k).to_pylist() for k in ORDER_KEYS), strict=True))
+
+
+def _stored_files(folder, draw: random.Random, files: int) -> list[dict]:
+    """Parquet files shaped as the scan's events table (the columns the driver reads of it), events with ties in
+    time, unknown times, no or null lists and a name twice in one event; returns every event as a dict."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    match = pa.struct([("rule", pa.string()), ("captures", pa.map_(pa.string(), pa.string())), ("idx", pa.int32())])
+    schema = pa.schema(
+        [("sid", pa.int32()), ("bundle", pa.int32()), ("block", pa.int64()), ("first_rel", pa.int64())]
+        + [("last_rel", pa.int64()), ("matches", pa.list_(match))]
+        + [("entries", pa.list_(pa.struct([("entry", pa.string()), ("idx", pa.int32())])))]
+        + [("ts", pa.string()), ("level", pa.string()), ("host", pa.string()), ("text", pa.string())]
+        + [("time", pa.int64())]
+    )
+    events = []
+    for number in range(files):
+        rows = []
+        for rel in range(draw.randint(0, 60)):
+            names = draw.choice([None, [], ["task-failed"], ["task-failed", "task-failed"], ["job-restarting"]])
+            rows.append(
+                {
+                    "sid": number,
+                    "bundle": draw.choice([0, 1]),
+                    "block": 0,
+                    "first_rel": rel,
+                    "last_rel": rel,
+                    "matches": None if names is None else [{"rule": n, "captures": [], "idx": 0} for n in names],
+                    "entries": draw.choice([None, [], [{"entry": "flink:1", "idx": 0}]]),
+                    "ts": None,
+                    "level": "ERROR",
+                    "host": None,
+                    "text": f"event {number}/{rel}",
+                    "time": draw.choice([None, 1_700_000_000_000_000, 1_700_000_000_001_000]),
+                }
+            )
+        pq.write_table(pa.Table.from_pylist(rows, schema), folder / f"part-{number:05d}.parquet", row_group_size=7)
+        events += rows
+    return events
+
+
+@pytest.mark.parametrize("keep", [1, 3])
+def test_the_drivers_read_of_the_files_chooses_and_details_exactly(tmp_path, monkeypatch, keep):
+    """Without Spark: chosen_of_files over several files (each chosen from, merged as it comes) gives every
+    group's exact count and first and last `keep` (the plain sort of _reference); rows_of_files gives exactly the
+    events wanted, or every one holding a match or a hit; an event whose time only Spark reads (a raw `ts`)
+    leaves the choice to Spark (None)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.diagnosis import findings as fd
+
+    monkeypatch.setattr(fd, "KEEP_PER_RULE", keep)
+    monkeypatch.setattr(fd, "DETAIL_BATCH", 5)
+    events = _stored_files(tmp_path, random.Random(keep), 4)
+    files = sorted(str(p) for p in tmp_path.glob("*.parquet"))
+    flat = [
+        {"bundle": e["bundle"], "kind": kind, "name": name, "at": e["time"], **{k: e[k] for k in ORDER_KEYS}}
+        for e in events
+        for kind, names in (
+            ("rule", [m["rule"] for m in e["matches"] or []]),
+            ("entry", [h["entry"] for h in e["entries"] or []]),
+        )
+        for name in names
+    ]
+    counts, chosen = _reference(flat, ("bundle", "kind", "name"), keep)
+    assert max(counts.values()) > 2 * keep
+    rows, groups = fd.chosen_of_files(files, ("rule", "entry"))
+    assert {(g["bundle"], g["kind"], g["name"]): g["cnt"] for g in groups} == counts
+    found: dict[tuple, set] = {}
+    for row in rows:
+        found.setdefault((row["bundle"], row["kind"], row["name"]), set()).add(tuple(row[k] for k in ORDER_KEYS))
+    assert found == chosen
+    place = {tuple(e[k] for k in ORDER_KEYS): e for e in events}
+    wanted = set(random.Random(7).sample(sorted(place), 25))
+    read = fd.rows_of_files(files, wanted).to_pylist()
+    assert sorted(tuple(r[k] for k in ORDER_KEYS) for r in read) == sorted(wanted)
+    assert all(r["text"] == place[tuple(r[k] for k in ORDER_KEYS)]["text"] for r in read)
+    held = {p for p, e in place.items() if e["matches"] or e["entries"]}
+    assert sorted(tuple(r[k] for k in ORDER_KEYS) for r in fd.rows_of_files(files, None).to_pylist()) == sorted(held)
+    raw = pq.read_table(files[0]).to_pylist()
+    held_here = next(i for i, e in enumerate(raw) if e["matches"])
+    raw[held_here] |= {"time": None, "ts": "2026-11-27 10:00:00,000"}
+    pq.write_table(pa.Table.from_pylist(raw, pq.read_schema(files[0])), files[0])
+    assert fd.chosen_of_files(files, ("rule", "entry")) is None

@@ -238,10 +238,11 @@ T = TypeVar("T")
 
 def rows_of_files(files: list[str], wanted: set[Place] | None) -> pa.Table:
     """The events `wanted` (every event holding a match or a hit when None), read by the driver from the table's
-    files (EventsResult.files) with the columns _in_detail reads, in the order a read of the table gives them.
-    Spark's read of them packed its files largest first into its two tasks: one held 94 % of a lab bundle's
-    chosen events (the earliest and latest are in the first and last files) and did their entities' regexes
-    alone; the driver's rows go to Spark's tasks evenly (EventsResult.rows)."""
+    files (EventsResult.files) with the columns _in_detail reads, in the files' order (about a read of the
+    table's: the order does not decide an answer, as the findings and hits are sorted and the choice is wholly
+    ordered). Spark's read of them packed its files largest first into its two tasks: one held 94 % of a lab
+    bundle's chosen events (the earliest and latest are in the first and last files) and did their entities'
+    regexes alone; the driver's rows go to Spark's tasks evenly (EventsResult.rows)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -326,8 +327,11 @@ def _each_file(files: list[str], read: Callable[[str], T]) -> Iterator[T]:
         finally:
             pool.release_unused()
 
-    with ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1))) as threads:
+    threads = ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1)))
+    try:
         yield from threads.map(given_back, files)
+    finally:  # a caller that stops early (a raw time: Spark's way then) has no more files read for it
+        threads.shutdown(cancel_futures=True)
 
 
 def _choose_events(batches: Iterator[pa.RecordBatch], kinds: tuple[str, ...], keep: int) -> Iterator[pa.RecordBatch]:

@@ -90,9 +90,9 @@ class EventsResult:
         return stored.select(*names[:at], stored_time(self.times).alias("time"), *names[at:])
 
     def files(self, spark: SparkSession) -> list[str] | None:
-        """The table's Parquet files, for the driver to read itself, in the order a read of the table gives their
-        rows (Spark packs a scan's files largest first); None where the driver may not see them (a master that
-        is not local: the tasks wrote where they ran)."""
+        """The table's Parquet files, for the driver to read itself, largest first as Spark packs a scan's (the
+        order of what is read from them does not decide an answer); None where the driver may not see them (a
+        master that is not local: the tasks wrote where they ran)."""
         if not _local(spark):
             return None
         found = [e for e in os.scandir(self.path) if e.is_file() and not e.name.startswith(("_", "."))]
