@@ -2342,3 +2342,34 @@ def test_a_window_steps_back_to_its_last_cut_when_the_next_group_would_overflow_
     monkeypatch.setattr(m, "WINDOW_ROWS", 16)
     plan = m.Plan.of(m.Texts(fs.LocalFileSystem(), str(tmp_path)), known)
     assert [groups for groups, _ in plan.windows] == [[0], [1, 2]] and not plan.carried
+
+
+def test_the_carried_jobs_together_stay_under_their_share_of_a_window(tmp_path, monkeypatch):
+    """Plan.of carries the jobs that straddle a cut only while they and the jobs already carried hold at most
+    WINDOW_ROWS // CARRIED_SHARE rows: three one-checkpoint jobs straddling three cuts are not all carried (the
+    limit without the carried ones' rows carried all three, 6 rows over a limit of 2: review15b's mutant)."""
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    day = datetime(2026, 3, 1)
+    big = [_job_measures(f"{k:032x}", 0, 5, day + timedelta(hours=k)) for k in range(4)]  # 10 rows each
+    visitors = [_job_measures(f"{k + 10:032x}", 0, 1, day + timedelta(days=1, hours=k)) for k in range(3)]
+    groups = [
+        big[0] + visitors[0][:1],
+        visitors[0][1:] + visitors[1][:1] + big[1],
+        visitors[1][1:] + visitors[2][:1] + big[2],
+        visitors[2][1:] + big[3],
+    ]
+    file = _measures_file([x for group in groups for x in group], number, {0: 0})
+    with pq.ParquetWriter(tmp_path / "part-00000.parquet", file.schema) as writer:
+        at = 0
+        for group in groups:
+            writer.write_table(file.slice(at, len(group)))
+            at += len(group)
+    monkeypatch.setattr(m, "WINDOW_ROWS", 16)
+    plan = m.Plan.of(m.Texts(fs.LocalFileSystem(), str(tmp_path)), known)
+    assert sum(plan.carried_sizes) <= 16 // m.CARRIED_SHARE and plan.carried == [f"{10:032x}"]

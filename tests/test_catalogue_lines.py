@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_catalogue_scan import small_catalogue
 
 from conftest import DATA
@@ -298,3 +300,27 @@ def test_a_frame_names_something_printable_and_ascii():
         events, capped = _events_of(header + line + header)
         assert events._framed(np.array([0]), capped).tolist() == [framed], after
         assert not framed or TRACE.search((header + line).decode())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: bytes(c for c in b if c != 10)), min_size=1, max_size=8), st.data()
+)
+def test_a_lines_rest_starts_after_its_own_prefix_bytes_only(lines, data):
+    """catalogue._rests: each span's rest is the span after its first bytes of PREFIX_BYTES (at most PREFIX_MAX,
+    and never past the span: a file's last line has no newline, and the next file's first line follows it at
+    once; a span of prefix bytes alone took the next one's into its skip without the `inside` cap: review15b's
+    surviving mutant)."""
+    import numpy as np
+
+    from flinkdoctor.scan.catalogue import PREFIX_BYTES, PREFIX_MAX, _binary, _rests
+
+    prefixes = st.sampled_from([b"2026-11-27 ", b"1", b"", b"12:00 ", b"9" * 40])
+    spans = [data.draw(prefixes) + line + data.draw(st.sampled_from([b"\n", b""])) for line in lines]
+    joined = b"".join(spans)
+    sizes = np.array([len(span) for span in spans], dtype=np.int64)
+    rests = _rests(_binary(joined, np.append(np.cumsum(sizes) - sizes, len(joined))), sizes).to_pylist()
+    for span, rest in zip(spans, rests, strict=True):
+        head = span[:PREFIX_MAX]
+        skip = next((i for i, byte in enumerate(head) if byte not in PREFIX_BYTES), len(head))
+        assert rest == span[skip:]
