@@ -184,7 +184,7 @@ def test_an_events_message_is_the_rest_of_its_header_line(layout):
     import pyarrow as pa
 
     from flinkdoctor.scan.re2 import positional_groups
-    from flinkdoctor.scan.scanner import PREFIX, Part, _header_fields, _header_prefix
+    from flinkdoctor.scan.scanner import PREFIX, Part, _first_lines, _header_fields, _header_prefix
     from flinkdoctor.sources.layouts import layout_by_id
 
     prefix = _header_prefix(layout_by_id(layout).header) or ""
@@ -205,7 +205,7 @@ def test_an_events_message_is_the_rest_of_its_header_line(layout):
         assert any(w and w != t.split("\n", 1)[0] for w, t in zip(want, texts, strict=True))
     part = Part(0, "a.log", 0, 1, 1, layout, False, True)
     for array in (pa.array(texts), pa.array(["x", *texts]).slice(1), pa.array(texts, pa.large_string())):
-        assert _header_fields(part, array, headerless)["message"].to_pylist() == want
+        assert _header_fields(part, _first_lines(array), headerless)["message"].to_pylist() == want
 
 
 def test_a_string_arrays_ascii_rows_are_arrows():
@@ -248,15 +248,15 @@ def test_only_the_time_and_host_of_events_read_for_them_are_taken(layout):
     import numpy as np
     import pyarrow as pa
 
-    from flinkdoctor.scan.scanner import HEADER, Part, _header_fields, _timed_places
+    from flinkdoctor.scan.scanner import HEADER, Part, _first_lines, _header_fields, _timed_places
 
     real = lines()
     texts = real + [f"{real[i]}\n{real[i + 1]}" for i in range(0, len(real) - 1, 7)]
     rng = np.random.default_rng(5)
     headerless, only = rng.random(len(texts)) < 0.2, rng.random(len(texts)) < 0.9
     part = Part(0, "a.log", 0, 1, 1, layout, False, True)
-    full = _header_fields(part, pa.array(texts), headerless)
-    light = _header_fields(part, pa.array(texts), headerless, only)
+    full = _header_fields(part, _first_lines(pa.array(texts)), headerless)
+    light = _header_fields(part, _first_lines(pa.array(texts)), headerless, only)
     for name in ("ts", "host"):
         assert light[name].to_pylist() == full[name].to_pylist(), name
     ascii_only = only & np.array([text.split("\n", 1)[0].isascii() for text in texts])

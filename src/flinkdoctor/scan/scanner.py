@@ -566,7 +566,7 @@ class _Events:
             return {}
         heads = pc.utf8_rtrim(self.text.take(pa.array(self.first[events])), characters="\r\n")
         headerless = ~self.header[self.first[events]] | self.piece[self.first[events]]
-        fields = _head_fields(self.part, heads.cast(pa.string()), headerless)  # (lines: no newline in them)
+        fields = _header_fields(self.part, heads.cast(pa.string()), headerless)  # (lines: no newline in them)
         columns = {
             "logger": fields["logger"],
             "message": fields["message"],
@@ -676,7 +676,7 @@ class _Events:
         headerless = orphan | self.piece[first]
         only_timed = self._only_timed(keep, tries, masked, entries, worded, matcher) if unmatched else None
         heads = _first_lines(text)  # (read by the header's fields and by the WARN+ events' heads)
-        fields = _head_fields(part, heads, headerless, only_timed)
+        fields = _header_fields(part, heads, headerless, only_timed)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(
@@ -1115,21 +1115,15 @@ HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
 def _header_fields(
-    part: Part, text: pa.Array, headerless: Flags, only_timed: Flags | None = None
+    part: Part, heads: pa.Array, headerless: Flags, only_timed: Flags | None = None
 ) -> dict[str, pa.Array]:
     """Per event, its header's fields by the layout's regex (none for an event without a header), the message
     the header's own when the layout names none, the level in upper case, the layout's fixed logger: Arrow
-    arrays, taken by RE2 over all the events' first lines at once (re2.py; Python's `re` per event only for a
-    layout RE2 cannot read exactly). `only_timed`: the events of which only `ts` and `host` are read
-    (_Events._only_timed): where the layout has them at fixed places, they are cut there from the lines its
-    regex matches, the other fields left null (_timed_fields), and only the other events' fields are captured."""
-    return _head_fields(part, _first_lines(text), headerless, only_timed)
-
-
-def _head_fields(
-    part: Part, heads: pa.Array, headerless: Flags, only_timed: Flags | None = None
-) -> dict[str, pa.Array]:
-    """_header_fields from the events' first lines (`heads`: _first_lines of their texts)."""
+    arrays, taken by RE2 over all the events' first lines (`heads`: _first_lines of their texts) at once
+    (re2.py; Python's `re` per event only for a layout RE2 cannot read exactly). `only_timed`: the events of
+    which only `ts` and `host` are read (_Events._only_timed): where the layout has them at fixed places, they
+    are cut there from the lines its regex matches, the other fields left null (_timed_fields), and only the
+    other events' fields are captured."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1142,7 +1136,7 @@ def _head_fields(
         rest = np.flatnonzero(~timed)
         # the other rows' first lines, not their texts: a lab part's are its stack traces, tens of MB copied and
         # read for their newlines again
-        full = _head_fields(part, heads.take(pa.array(rest)), headerless[rest])
+        full = _header_fields(part, heads.take(pa.array(rest)), headerless[rest])
         others = pa.array(~timed)
         return {name: pc.replace_with_mask(light[name], others, full[name]) for name in HEADER}
     n = len(heads)
