@@ -462,10 +462,10 @@ def test_a_records_field_of_a_sensitive_name_is_masked_whole():
     assert scrub(clean) is clean
 
 
-def test_named_tuples_later_fields_and_user_lists_are_masked_as_their_kind():
+def test_named_tuples_later_fields_and_user_sequences_are_masked_as_their_kind():
     """Three shapes scrub passed over: a named tuple's field names did not decide about its values (a mapping's
     keys and a record's names do), a record's init=False fields were never looked at (replace cannot set them), and
-    a UserList is neither a list nor a Mapping."""
+    a UserList is neither a list nor a Mapping, a UserString not a str."""
     import collections
     import dataclasses
 
@@ -529,3 +529,15 @@ def test_named_tuples_later_fields_and_user_lists_are_masked_as_their_kind():
     said = collections.UserList(["password=Pw-Canary-21", "plain"])
     assert scrub(said) == collections.UserList(["password=******", "plain"]) and type(scrub(said)) is type(said)
     assert scrub({"tokens": collections.UserList(["Tk-Canary-22"])})["tokens"] == collections.UserList([MASK])
+
+    class Line(collections.UserString):
+        def __init__(self, source: str, text: str) -> None:
+            super().__init__(text)
+            self.source = source
+
+    line = scrub(Line("tm-2", "password=Pw-Canary-27"))
+    assert (type(line), line.source, line.data) == (Line, "tm-2", "password=******")
+    plain = Line("tm-3", "no secret here")
+    assert scrub(plain) is plain
+    assert scrub({"token": collections.UserString("Tk-Canary-28")})["token"] == collections.UserString(MASK)
+    assert scrub({"token": collections.UserString("")})["token"] == collections.UserString("")  # unset: shown

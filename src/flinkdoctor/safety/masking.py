@@ -19,7 +19,7 @@ import functools
 import numbers
 import re
 import weakref
-from collections import UserList, deque
+from collections import UserList, UserString, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -259,6 +259,8 @@ def _scrub_other(node: Any) -> Any:
     """Anything but a record or one of _ATOMS' exact types."""
     if isinstance(node, str):
         return mask(node)
+    if isinstance(node, UserString):
+        return _user_string(node, mask(node.data))
     if isinstance(node, tuple) and hasattr(node, "_fields"):
         return _scrub_named_tuple(node)
     if isinstance(node, _COLLECTIONS):
@@ -352,6 +354,16 @@ def _scrub_collection(node: Any, each: Callable[[Any], Any] | None = None) -> An
     return type(node)(*done) if hasattr(node, "_fields") else type(node)(done)
 
 
+def _user_string(node: UserString, masked: str | None) -> UserString:
+    """A UserString holding `masked`: the very one when nothing changed, else a copy (a subclass's own fields
+    kept: its __init__ may take other arguments)."""
+    if masked == node.data:
+        return node
+    user = copy.copy(node)
+    user.data = masked or ""
+    return user
+
+
 def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     items = list(pairs)
     record_key = next((v for k, v in items if k == "key" and isinstance(v, str)), None)
@@ -374,6 +386,8 @@ def _hidden(value: Any) -> Any:
         return value
     if isinstance(value, (str, numbers.Number)):  # (a Decimal of a SQL row too)
         return MASK
+    if isinstance(value, UserString):
+        return _user_string(value, MASK if value.data else value.data)
     if isinstance(value, (bytes, bytearray)):
         return type(value)(MASK.encode())
     if isinstance(value, _COLLECTIONS):
