@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -493,3 +493,79 @@ def test_an_event_without_a_level_is_tried_by_the_signatures_that_name_none(tmp_
         events = [row for batch in batches for row in batch.to_pylist()]
         assert any(event["level"] is None for event in events), case.source
         assert rule in {m["rule"] for event in events for m in event["matches"]}, case.source
+
+
+def _pairwise_edge(cause_rule, causes, effect_rule, effects):
+    """The reference: every (cause, effect) pair tried in order, each cause's onset read again for each effect (the
+    form _edge had before it found a cause's effects by time)."""
+    from flinkdoctor.diagnosis.correlate import _covers, _in_scope
+
+    for relation in cause_rule.explains:
+        if not _covers(relation, effect_rule):
+            continue
+        for cause in causes:
+            for effect in effects:
+                start = onset(cause, cause_rule)
+                if start is None or effect.time is None:
+                    placed = True
+                else:
+                    end = (cause.time or start) + timedelta(milliseconds=relation.after_ms)
+                    placed = start - timedelta(milliseconds=relation.before_ms) <= effect.time <= end
+                if _in_scope(relation.scope, cause, effect) and placed:
+                    return cause, effect
+    return None
+
+
+_SECONDS = st.one_of(st.none(), st.integers(0, 600))  # a finding's time: seconds into a ten-minute incident
+
+
+@st.composite
+def _instances(draw, rule):
+    """A rule's kept instances: times (some missing, some equal), hosts, jobs, sources and an onset capture."""
+    out = []
+    for line in range(draw(st.integers(0, 12))):
+        seconds = draw(_SECONDS)
+        time = None if seconds is None else datetime(2026, 11, 27, 20) + timedelta(seconds=seconds)
+        stuck = draw(st.one_of(st.none(), st.sampled_from(["0", "1500", "90000", "x"])))
+        captures = {} if stuck is None else {"stuck": stuck}
+        host, job = draw(st.sampled_from([None, "", "tm-1", "tm-2"])), draw(st.sampled_from([None, "j1", "j2"]))
+        out.append(Finding(rule, draw(st.integers(0, 2)), line, time, host, job, "", captures))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_causes_effects_found_by_time_are_the_pairs_tried_in_order(data):
+    """correlate._edge finds each cause's effects by time: the pair it gives (and so the chain's instance) is the
+    first pair in the lists' order that the rule's relations accept, as trying every pair gave, for any scope,
+    window, onset, missing time or host, and more than one relation to the same rule."""
+    import dataclasses
+
+    from flinkdoctor.diagnosis.correlate import _edge
+    from flinkdoctor.knowledge.rulebook import Capture, Relation
+
+    relation = st.builds(
+        Relation,
+        rule=st.just("effect"),
+        category=st.none(),
+        scope=st.sampled_from(["source", "host", "job", "cluster"]),
+        before_ms=st.sampled_from([0, 1000, 60_000, 300_000]),
+        after_ms=st.sampled_from([0, 1000, 60_000, 300_000]),
+    )
+    template = next(r for r in load_rules() if r.role == "cause")
+    cause_rule = dataclasses.replace(
+        template,
+        id="cause",
+        onset=data.draw(st.sampled_from([None, "stuck"])),
+        captures={"stuck": Capture("stuck", unit=data.draw(st.sampled_from(["ms", "s", None])))},
+        explains=tuple(data.draw(st.lists(relation, min_size=1, max_size=3))),
+    )
+    effect_rule = dataclasses.replace(template, id="effect")
+    causes, effects = data.draw(_instances("cause")), data.draw(_instances("effect"))
+    found, expected = (
+        _edge(cause_rule, causes, effect_rule, effects),
+        _pairwise_edge(cause_rule, causes, effect_rule, effects),
+    )
+    assert (found is None) == (expected is None)
+    if found is not None and expected is not None:  # the very instances (equal findings may be distinct ones)
+        assert found[0] is expected[0] and found[1] is expected[1]

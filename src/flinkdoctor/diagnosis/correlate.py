@@ -10,7 +10,9 @@ onset wins. Symptoms never outrank their cause.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -56,25 +58,37 @@ def _in_scope(scope: str, a: Finding, b: Finding) -> bool:
     return True
 
 
-def _in_window(relation: Relation, cause: Finding, cause_rule: Rule, effect: Finding) -> bool:
-    start = onset(cause, cause_rule)
-    if start is None or effect.time is None:
-        return True  # a line without a time (pasted text, dmesg) cannot be placed, so it cannot be ruled out
-    end = (cause.time or start) + timedelta(milliseconds=relation.after_ms)
-    return start - timedelta(milliseconds=relation.before_ms) <= effect.time <= end
-
-
 def _edge(
     cause_rule: Rule, causes: list[Finding], effect_rule: Rule, effects: list[Finding]
 ) -> tuple[Finding, Finding] | None:
-    """The first (cause, effect) pair that satisfies one of cause_rule's relations to effect_rule, or None."""
-    for relation in cause_rule.explains:
-        if not _covers(relation, effect_rule):
-            continue
-        for cause in causes:
-            for effect in effects:
-                if _in_scope(relation.scope, cause, effect) and _in_window(relation, cause, cause_rule, effect):
-                    return cause, effect
+    """The first (cause, effect) pair, causes then effects in their lists' order, that satisfies one of
+    cause_rule's relations to effect_rule, or None: the two in the relation's scope, and the effect in the cause's
+    window (from its onset less `before_ms` to its log time plus `after_ms`; a cause or an effect without a time
+    cannot be placed, so it cannot be ruled out).
+    Each cause's onset is read once, and its window finds its effects by time (bisect), not by trying every
+    pair: two rules' kept instances (KEEP_PER_RULE earliest and latest each) are mostly far apart in time."""
+    relations = [relation for relation in cause_rule.explains if _covers(relation, effect_rule)]
+    if not relations or not effects:
+        return None
+    starts = [onset(cause, cause_rule) for cause in causes]
+    untimed = [i for i, effect in enumerate(effects) if effect.time is None]
+    by_time: list[tuple[datetime, int]] | None = None  # (sorted only when a cause can be placed in time)
+    times: list[datetime] = []
+    for relation in relations:
+        before, after = timedelta(milliseconds=relation.before_ms), timedelta(milliseconds=relation.after_ms)
+        for cause, start in zip(causes, starts, strict=True):
+            if start is None:  # a cause without a time: every effect is in its window
+                candidates: Iterable[int] = range(len(effects))
+            else:
+                if by_time is None:
+                    by_time = sorted((effect.time, i) for i, effect in enumerate(effects) if effect.time is not None)
+                    times = [t for t, _ in by_time]
+                low = bisect_left(times, start - before)
+                high = bisect_right(times, (cause.time or start) + after)
+                candidates = sorted([*untimed, *(i for _, i in by_time[low:high])])
+            for i in candidates:
+                if _in_scope(relation.scope, cause, effects[i]):
+                    return cause, effects[i]
     return None
 
 
