@@ -231,14 +231,25 @@ def ordered(templates: list[Template]) -> list[Template]:
 
 
 @QUICK
-@given(tables(), st.sampled_from([unexplained.MAX_TEMPLATES, 1, 2]), st.sampled_from([1, 2, unexplained.PENDING]))
-def test_the_files_templates_are_the_definition_s(tmp_path_factory, drawn, cap, pending):
-    """Merged over files, with the non-ASCII messages masked a few at a time, any cap: what one grouping of all
-    the rows gives."""
+@given(
+    tables(),
+    st.sampled_from([unexplained.MAX_TEMPLATES, 1, 2]),
+    st.sampled_from([1, 2, unexplained.PENDING]),
+    st.sampled_from([(1, 1), (3, 2), (unexplained.FILE_BATCH, unexplained.GROUPED)]),
+)
+def test_the_files_templates_are_the_definition_s(tmp_path_factory, drawn, cap, pending, sizes):
+    """Merged over files, batches and groups of a file's events, with the non-ASCII messages masked a few at a
+    time, any cap: what one grouping of all the rows gives."""
     files, explained = drawn
     folder = tmp_path_factory.mktemp("events")
     manifest, blocks = manifest_and_blocks(folder)
-    with mock.patch.object(unexplained, "MAX_TEMPLATES", cap), mock.patch.object(unexplained, "PENDING", pending):
+    batch, grouped = sizes
+    with (
+        mock.patch.object(unexplained, "MAX_TEMPLATES", cap),
+        mock.patch.object(unexplained, "PENDING", pending),
+        mock.patch.object(unexplained, "FILE_BATCH", batch),
+        mock.patch.object(unexplained, "GROUPED", grouped),
+    ):
         here = templates_of_files(write(folder, files), blocks, manifest, explained, stand_in)
     assert here is not None
     assert ordered(here) == ordered(brute_force(files, explained, cap))

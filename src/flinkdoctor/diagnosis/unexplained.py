@@ -282,27 +282,16 @@ def _template(row: Row, count: int, level: str, first: datetime | None, last: da
 # \\x1c-\\x1f, and \\w, \\d and \\b take letters and digits of every script, where Java's \\w and \\d do not and its
 # \\b does: a non-ASCII message is masked by Spark's own regexes (templates_of_files' `masked_in_spark`).
 ASCII_MASKS = tuple((re.compile(pattern, re.ASCII), f"<{name}>") for name, pattern in MASKS)
-# the columns a file's WARN+ events are read with (`ts`: a time only Spark reads), never `text`
-FILE_COLUMNS = (
-    "bundle",
-    "sid",
-    "block",
-    "first_rel",
-    "level",
-    "logger",
-    "message",
-    "host",
-    "head",
-    "repeats",
-    "time",
-    "ts",
-)
+# the columns a file's WARN+ events are read with (`ts`: a time only Spark reads), never `text`; their `head`
+# is read afterwards for the templates' evidence only (_heads: read with the rest, it took the driver's peak
+# 14 MiB higher at lab 1 GiB)
+FILE_COLUMNS = ("bundle", "sid", "block", "first_rel", "level", "logger", "message", "host", "repeats", "time", "ts")
 # a group's level: the last in this order of its rows' levels (Spark: max_by(level, severity); where levels
 # share a severity, SEVERE and CRITICAL, Spark takes whichever it meets first: here the greater name)
 LEVEL_ORDER = tuple(sorted(WARN_LEVELS, key=lambda level: (SEVERITY.get(level, -1), level)))
 BY_MESSAGE = ["bundle", "logger", "message"]
 BY_TEMPLATE = ["bundle", "logger", "template"]
-EVIDENCE = ("time", "sid", "line", "block", "first_rel", "host", "head")
+EVIDENCE = ("time", "sid", "line", "block", "first_rel", "host", "file", "row")  # file, row: where its head is
 FILE_BATCH = 4_096  # a file's rows decoded at a time
 GROUPED = 65_536  # a file's WARN+ events held before they are grouped by message
 PENDING = 50_000  # distinct non-ASCII messages held for one Spark job of their masks
@@ -342,7 +331,9 @@ def templates_of_files(
     known = {sid: np.array(found, dtype=np.int64) for sid, found in by_source.items()}
     cache: dict[str, str] = {}
     merged = pending = None
-    for found in _each_file(files, partial(_templates_of_file, lines=lines, known=known, cache=cache)):
+    numbers = {path: n for n, path in enumerate(files)}
+    read = partial(_templates_of_file, numbers=numbers, lines=lines, known=known, cache=cache)
+    for found in _each_file(files, read):
         if found is None:
             return None
         masked, unmasked = found
@@ -352,7 +343,7 @@ def templates_of_files(
             merged, pending = _merged(merged, _templated(pending, masked_in_spark), BY_TEMPLATE), None
     if pending is not None:
         merged = _merged(merged, _templated(pending, masked_in_spark), BY_TEMPLATE)
-    return _chosen(merged) if merged is not None else []
+    return _chosen(merged, files) if merged is not None else []
 
 
 def _line_rows(blocks: Blocks, manifest: Manifest) -> list[tuple[int, int, int | None, int]]:
@@ -366,22 +357,28 @@ def _line_rows(blocks: Blocks, manifest: Manifest) -> list[tuple[int, int, int |
 
 
 def _templates_of_file(
-    path: str, lines: Lines, known: Known, cache: dict[str, str]
+    path: str, numbers: dict[str, int], lines: Lines, known: Known, cache: dict[str, str]
 ) -> tuple[pa.Table, pa.Table] | None:
     """One file's templates (templates_of_files): its ASCII messages' grouped by template, its non-ASCII ones'
     by message; None when a WARN+ event has only a raw time. Decoded FILE_BATCH rows at a time (a batch of
-    65,536 took the driver's peak 17 MiB higher at lab 1 GiB), the WARN+ events kept, and grouped by message
-    into the file's each GROUPED of them: a thread holds a batch, those events and the file's messages."""
+    65,536 took the driver's peak 17 MiB higher at lab 1 GiB), the WARN+ events kept with their place (file
+    number, row), and grouped by message into the file's each GROUPED of them: a thread holds a batch, those
+    events and the file's messages."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    messages, kept, held = None, [], 0
+    messages, kept, held, at = None, [], 0, 0
     for batch in pq.ParquetFile(path).iter_batches(FILE_BATCH, columns=list(FILE_COLUMNS), use_threads=False):
-        warned = batch.filter(pc.fill_null(pc.is_in(batch.column("level"), pa.array(WARN_LEVELS)), False))
+        warn = pc.fill_null(pc.is_in(batch.column("level"), pa.array(WARN_LEVELS)), False)
+        rows = np.flatnonzero(warn.to_numpy(zero_copy_only=False)) + at
+        at += batch.num_rows
+        warned = batch.filter(warn)
         if pc.any(pc.and_(pc.is_null(warned.column("time")), pc.is_valid(warned.column("ts")))).as_py():
             return None
-        kept.append(warned)
+        where = {"file": pa.array(np.full(len(rows), numbers[path], np.int32)), "row": pa.array(rows, pa.int64())}
+        kept.append(pa.RecordBatch.from_arrays([*warned.columns, *where.values()], [*warned.schema.names, *where]))
         held += warned.num_rows
         if held >= GROUPED:
             messages, kept, held = _by_message(messages, kept, lines, known), [], 0
@@ -527,9 +524,9 @@ def _window_order(row: dict[str, Any]) -> tuple[int, bool, int, str, str]:
     return -SEVERITY.get(row["level"], -1), count is not None, count or 0, row["logger"], row["template"]
 
 
-def _chosen(templates: pa.Table) -> list[Template]:
+def _chosen(templates: pa.Table, files: list[str]) -> list[Template]:
     """At most MAX_TEMPLATES per bundle of the grouped templates, in the window's order (the most severe, then
-    the fewest, then by logger and template), as Templates."""
+    the fewest, then by logger and template), as Templates, their evidence's head read from `files`."""
     from pyspark.sql.types import TimestampType
 
     def at(micros: int | None) -> datetime | None:  # as Spark's collect gives a timestamp
@@ -539,26 +536,50 @@ def _chosen(templates: pa.Table) -> list[Template]:
     for row in templates.to_pylist():
         row["level"] = LEVEL_ORDER[row["levelrank"]]
         by_bundle.setdefault(row["bundle"], []).append(row)
-    chosen = []
+    kept = []
     for rows in by_bundle.values():
         rows.sort(key=_window_order)
-        for row in rows[:MAX_TEMPLATES]:
-            chosen.append(
-                Template(
-                    logger=row["logger"] or None,
-                    template=mask(row["template"]) or "",
-                    level=row["level"],
-                    count=row["count"],
-                    first=at(row["first"]),
-                    last=at(row["last"]),
-                    sid=row["sid"],
-                    line=int(row["line"]),
-                    time=at(row["time"]),
-                    host=row["host"],
-                    text=mask(row["head"]) or "",
-                )
+        kept += rows[:MAX_TEMPLATES]
+    heads = _heads(files, {(row["file"], row["row"]) for row in kept})
+    chosen = []
+    for row in kept:
+        chosen.append(
+            Template(
+                logger=row["logger"] or None,
+                template=mask(row["template"]) or "",
+                level=row["level"],
+                count=row["count"],
+                first=at(row["first"]),
+                last=at(row["last"]),
+                sid=row["sid"],
+                line=int(row["line"]),
+                time=at(row["time"]),
+                host=row["host"],
+                text=mask(heads[row["file"], row["row"]]) or "",
             )
+        )
     return chosen
+
+
+def _heads(files: list[str], places: set[tuple[int, int]]) -> dict[tuple[int, int], str | None]:
+    """The `head` of each (file number, row) of `places`, read FILE_BATCH rows at a time."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    by_file: dict[int, list[int]] = {}
+    for number, row in places:
+        by_file.setdefault(number, []).append(row)
+    heads = {}
+    for number, rows in by_file.items():
+        wanted, at = np.array(sorted(rows), dtype=np.int64), 0
+        for batch in pq.ParquetFile(files[number]).iter_batches(FILE_BATCH, columns=["head"], use_threads=False):
+            lo, hi = np.searchsorted(wanted, [at, at + batch.num_rows])
+            for row in wanted[lo:hi].tolist():
+                heads[number, row] = batch.column(0)[row - at].as_py()
+            at += batch.num_rows
+            if at > wanted[-1]:
+                break
+    return heads
 
 
 @cache
