@@ -7,6 +7,7 @@ import io
 import json
 import tarfile
 from pathlib import Path
+from unittest import mock
 
 import jsonschema
 import pytest
@@ -58,10 +59,35 @@ def test_baseline_is_from_the_healthy_runs_of_both_versions():
 
 
 @pytest.fixture(scope="module")
-def failed_report(spark, rules, tmp_path_factory):
+def failed_run(spark, rules, tmp_path_factory):
+    """The failed bundle's report, and what the driver's templates_of_files gave during it."""
+    from flinkdoctor.diagnosis import unexplained
     from flinkdoctor.pipeline import diagnose
 
-    return diagnose([FAILED], spark=spark, rules=rules, work_dir=tmp_path_factory.mktemp("work"))
+    original, given = unexplained.templates_of_files, []
+
+    def spied(*args, **kwargs):
+        given.append(original(*args, **kwargs))
+        return given[-1]
+
+    with mock.patch.object(unexplained, "templates_of_files", spied):
+        report = diagnose([FAILED], spark=spark, rules=rules, work_dir=tmp_path_factory.mktemp("work"))
+    return report, given
+
+
+@pytest.fixture(scope="module")
+def failed_report(failed_run):
+    return failed_run[0]
+
+
+def test_a_local_master_s_templates_are_read_by_the_driver(failed_run):
+    """The pipeline gives collect_templates the scan's table: on a local master the driver reads its files (no
+    Spark job), and the report's unexplained errors are of those templates."""
+    report, given = failed_run
+    (templates,) = given
+    assert templates is not None
+    shown = {(e.template, e.count) for e in report.unexplained_errors}
+    assert shown and shown <= {(t.template, t.count) for t in templates}
 
 
 def test_a_rare_error_near_the_failure_outranks_a_frequent_healthy_warn(spark, rules, tmp_path):

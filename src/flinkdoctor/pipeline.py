@@ -182,7 +182,7 @@ def diagnose_bundles(
         f for one in diagnosed for f in [*one.findings, *(f for c in one.outcome.derived for f in c.instances)]
     )
     templates = _by_bundle(
-        collect_templates(table, events.blocks, combined, explained, events.stats.get("warned")),
+        collect_templates(table, events.blocks, combined, explained, events.stats.get("warned"), stored=events),
         bundle_of,
         len(manifests),
     )

@@ -2,37 +2,40 @@
 
 When no signature knows a failure, the line that tells the story is often a WARN or ERROR a few seconds before it.
 After correlation, every WARN/ERROR/FATAL event that is not the evidence of a finding is reduced to a template:
-its header message with the variable parts (ids, addresses, paths, numbers) masked by the regexes of MASKS, in
-Spark, grouped by logger and template (by message first, so the masks run once per distinct message). A template
+its header message with the variable parts (ids, addresses, paths, numbers) masked by the regexes of MASKS,
+grouped by logger and template (by message first, so the masks run once per distinct message): on a local
+master by the driver over the events table's files, file by file (templates_of_files), else in Spark. A template
 is ranked by how rare it is in healthy runs (the shipped baseline, knowledge/baseline.json, built from the fault
 lab's healthy bundles of every recorded Flink version by `flinkdoctor-lab baseline`) and by how close it comes in
 time to the failure (the root cause, the derived cause, or the first failure event). Only templates rarer than
 RARE are reported: a healthy run prints WARNs of its own.
 
 Masking in Spark was measured against Drain3 on a real lab bundle (bench/RESULTS.md, "Unexplained errors"): the
-same templates for these logs, no extra dependency, and no WARN line ever collected to the driver.
+same templates for these logs, no extra dependency. The driver's way gives Spark's templates exactly: Java's
+regexes and Python's agree on ASCII text with re.ASCII (ASCII_MASKS), and Spark masks the other messages.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RuleError
 from ..knowledge.validation import schema
 from ..safety.masking import mask
-from ..scan.events import WARN_LEVELS, Blocks, block_offsets
+from ..scan.events import WARN_LEVELS, Blocks, EventsResult, block_offsets
 from ..sources.ingest import Manifest
-from .findings import keys_frame
+from .findings import _each_file, keys_frame
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
 
     from .correlate import RootCause
     from .fallback import Outcome
@@ -151,11 +154,14 @@ def collect_templates(
     manifest: Manifest,
     explained: Iterable[tuple[int, int]] = (),
     warned: int | None = None,
+    stored: EventsResult | None = None,
 ) -> list[Template]:
     """Every template of the WARN+ events, less the events in `explained` ((sid, file line) of findings' events),
     per bundle (the events' `bundle`; a template's evidence `sid` says which).
-    When the scan tasks counted at most FEW `warned` events, Spark masks them and the driver groups them: two
-    shuffles cost more than the grouping for a small bundle (the warm path's largest query).
+    With `stored` (the scan's table: `events` is its `table`) whose files the driver sees, the driver reads them
+    itself (templates_of_files): no Spark job but for the masks of non-ASCII messages. Else, when the scan tasks
+    counted at most FEW `warned` events, Spark masks them and the driver groups them: two shuffles cost more
+    than the grouping for a small bundle (the warm path's largest query); else Spark groups them.
 
     Reads only the events contract columns: sid, time, level, logger, host, message, head (an event's first
     line: never the whole text) and the line numbers, and `repeats`: of the WARN+ events of a part that no rule,
@@ -165,8 +171,13 @@ def collect_templates(
     from pyspark.sql import functions as F
 
     spark = events.sparkSession
-    warn = with_file_lines(events.where(F.col("level").isin(*WARN_LEVELS)), blocks, manifest)
     explained = sorted(set(explained))
+    files = stored.files(spark) if stored is not None else None
+    if files is not None:
+        here = templates_of_files(files, blocks, manifest, explained, partial(_masked_in_spark, spark))
+        if here is not None:
+            return here
+    warn = with_file_lines(events.where(F.col("level").isin(*WARN_LEVELS)), blocks, manifest)
     if explained:
         known = keys_frame(spark, explained, "sid int, line long")
         warn = warn.join(F.broadcast(known), ["sid", "line"], "left_anti")
@@ -261,6 +272,314 @@ def _template(row: Row, count: int, level: str, first: datetime | None, last: da
         host=row.evidence.host,
         text=mask(row.evidence.text) or "",
     )
+
+
+# --- the templates on the driver, from the events table's files (a local master) ----------------------------
+
+# template_column's masks as Python runs them on ASCII text: with re.ASCII, \\w is Java's [a-zA-Z_0-9], \\d its
+# [0-9], \\s its [ \\t\\n\\x0B\\f\\r] and \\b the edge between those word characters and the others, as Java's
+# (isLetterOrDigit or '_', or a non-spacing mark after one: none in ASCII). Without it Python's \\s holds
+# \\x1c-\\x1f, and \\w, \\d and \\b take letters and digits of every script, where Java's \\w and \\d do not and its
+# \\b does: a non-ASCII message is masked by Spark's own regexes (templates_of_files' `masked_in_spark`).
+ASCII_MASKS = tuple((re.compile(pattern, re.ASCII), f"<{name}>") for name, pattern in MASKS)
+# the columns a file's WARN+ events are read with (`ts`: a time only Spark reads), never `text`; their `head`
+# is read afterwards for the templates' evidence only (_heads: read with the rest, it took the driver's peak
+# 14 MiB higher at lab 1 GiB)
+FILE_COLUMNS = ("bundle", "sid", "block", "first_rel", "level", "logger", "message", "host", "repeats", "time", "ts")
+# a group's level: the last in this order of its rows' levels (Spark: max_by(level, severity); where levels
+# share a severity, SEVERE and CRITICAL, Spark takes whichever it meets first: here the greater name)
+LEVEL_ORDER = tuple(sorted(WARN_LEVELS, key=lambda level: (SEVERITY.get(level, -1), level)))
+BY_MESSAGE = ["bundle", "logger", "message"]
+BY_TEMPLATE = ["bundle", "logger", "template"]
+EVIDENCE = ("time", "sid", "line", "block", "first_rel", "host", "file", "row")  # file, row: where its head is
+FILE_BATCH = 4_096  # a file's rows decoded at a time
+GROUPED = 65_536  # a file's WARN+ events held before they are grouped by message
+PENDING = 50_000  # distinct non-ASCII messages held for one Spark job of their masks
+CACHED = 20_000  # ASCII messages' templates remembered across files (the same WARN in every container's log)
+
+MaskedInSpark = Callable[[list[str]], list[str]]
+Lines = dict[tuple[int, int], tuple[int | None, int]]  # (sid, block) -> with_file_lines' (fixed_line, base)
+Known = dict[int, Any]  # sid -> its explained events' lines (a numpy array)
+
+
+def ascii_template(message: str) -> str:
+    """template_column's template of an ASCII message, in Python (ASCII_MASKS)."""
+    for pattern, placeholder in ASCII_MASKS:
+        message = pattern.sub(placeholder, message)
+    return message
+
+
+def templates_of_files(
+    files: list[str],
+    blocks: Blocks,
+    manifest: Manifest,
+    explained: Iterable[tuple[int, int]],
+    masked_in_spark: MaskedInSpark,
+) -> list[Template] | None:
+    """collect_templates over the table's files (EventsResult.files) read by the driver, the same templates: each
+    file's WARN+ events (only the columns collect_templates reads) grouped by message, its ASCII messages masked
+    once each (ascii_template), then grouped by template; the files' templates merged as they come, so the
+    driver holds a file's events and the templates, never the table's. Non-ASCII messages wait, grouped by
+    message, for `masked_in_spark` (a job per PENDING of them). None when a WARN+ event has a time only Spark
+    reads (its task left the raw `ts`): Spark's way then."""
+    import numpy as np
+
+    lines = {(sid, block): (fixed, base) for sid, block, fixed, base in _line_rows(blocks, manifest)}
+    by_source: dict[int, list[int]] = {}
+    for sid, line in set(explained):
+        by_source.setdefault(sid, []).append(line)
+    known = {sid: np.array(found, dtype=np.int64) for sid, found in by_source.items()}
+    cache: dict[str, str] = {}
+    merged = pending = None
+    numbers = {path: n for n, path in enumerate(files)}
+    read = partial(_templates_of_file, numbers=numbers, lines=lines, known=known, cache=cache)
+    for found in _each_file(files, read):
+        if found is None:
+            return None
+        masked, unmasked = found
+        merged = _merged(merged, masked, BY_TEMPLATE)
+        pending = _merged(pending, unmasked, BY_MESSAGE)
+        if pending is not None and pending.num_rows >= PENDING:
+            merged, pending = _merged(merged, _templated(pending, masked_in_spark), BY_TEMPLATE), None
+    if pending is not None:
+        merged = _merged(merged, _templated(pending, masked_in_spark), BY_TEMPLATE)
+    return _chosen(merged, files) if merged is not None else []
+
+
+def _line_rows(blocks: Blocks, manifest: Manifest) -> list[tuple[int, int, int | None, int]]:
+    """with_file_lines' table: (sid, block, the source's fixed line, the range's first file line - 1)."""
+    sources = {s.id: s for s in manifest.sources}
+    return [
+        (sid, block, sources[sid].fixed_line, sources[sid].line_offset + offset)
+        for (sid, block), offset in block_offsets(blocks).items()
+        if sid in sources
+    ]
+
+
+def _templates_of_file(
+    path: str, numbers: dict[str, int], lines: Lines, known: Known, cache: dict[str, str]
+) -> tuple[pa.Table, pa.Table] | None:
+    """One file's templates (templates_of_files): its ASCII messages' grouped by template, its non-ASCII ones'
+    by message; None when a WARN+ event has only a raw time. Decoded FILE_BATCH rows at a time (a batch of
+    65,536 took the driver's peak 17 MiB higher at lab 1 GiB), the WARN+ events kept with their place (file
+    number, row), and grouped by message into the file's each GROUPED of them: a thread holds a batch, those
+    events and the file's messages."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    messages, kept, held, at = None, [], 0, 0
+    for batch in pq.ParquetFile(path).iter_batches(FILE_BATCH, columns=list(FILE_COLUMNS), use_threads=False):
+        warn = pc.fill_null(pc.is_in(batch.column("level"), pa.array(WARN_LEVELS)), False)
+        rows = np.flatnonzero(warn.to_numpy(zero_copy_only=False)) + at
+        at += batch.num_rows
+        warned = batch.filter(warn)
+        if pc.any(pc.and_(pc.is_null(warned.column("time")), pc.is_valid(warned.column("ts")))).as_py():
+            return None
+        where = {"file": pa.array(np.full(len(rows), numbers[path], np.int32)), "row": pa.array(rows, pa.int64())}
+        kept.append(pa.RecordBatch.from_arrays([*warned.columns, *where.values()], [*warned.schema.names, *where]))
+        held += warned.num_rows
+        if held >= GROUPED:
+            messages, kept, held = _by_message(messages, kept, lines, known), [], 0
+    if kept:
+        messages = _by_message(messages, kept, lines, known)
+    if messages is None:
+        return pa.table({}), pa.table({})
+    ascii = pc.string_is_ascii(messages.column("message"))
+    masked = messages.filter(ascii)
+    templates = []
+    for message in masked.column("message").to_pylist():
+        template = cache.get(message)
+        if template is None:
+            template = ascii_template(message)
+            if len(cache) >= CACHED:
+                cache.clear()
+            cache[message] = template
+        templates.append(template)
+    masked = _with_template(masked, pa.array(templates, pa.string()))
+    return _reduced(masked, BY_TEMPLATE), messages.filter(pc.invert(ascii))
+
+
+def _by_message(messages: pa.Table | None, kept: list[pa.RecordBatch], lines: pa.Table, known: pa.Table) -> pa.Table:
+    """The file's messages so far with the kept WARN+ events grouped in."""
+    import pyarrow as pa
+
+    events = _events_of(pa.Table.from_batches(kept), lines, known)
+    return _reduced(events if messages is None else pa.concat_tables([messages, events]), BY_MESSAGE)
+
+
+def _events_of(read: pa.Table, lines: Lines, known: Known) -> pa.Table:
+    """WARN+ events read from a file as _reduced takes them (keys BY_MESSAGE), with with_file_lines' line
+    (coalesce(fixed_line, coalesce(base, 0) + first_rel), each (sid, block) looked up once), less the `known`
+    (explained) ones. (pyarrow's joins cost 7 ms a call: two a batch were a third of the lap.)"""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sid, block, first_rel = (read.column(name).to_numpy() for name in ("sid", "block", "first_rel"))
+    line = first_rel.astype(np.int64)
+    if len(line) and lines:
+        pairs, inverse = np.unique(np.stack([sid.astype(np.int64), block]), axis=1, return_inverse=True)
+        fixed = np.zeros(pairs.shape[1], dtype=bool)
+        value = np.zeros(pairs.shape[1], dtype=np.int64)  # the fixed line, else the range's base
+        for p, pair in enumerate(zip(*pairs.tolist(), strict=True)):
+            fixed_line, base = lines.get(pair, (None, 0))
+            fixed[p], value[p] = fixed_line is not None, base if fixed_line is None else fixed_line
+        inverse = inverse.ravel()
+        line = np.where(fixed[inverse], value[inverse], value[inverse] + first_rel)
+    keep = np.ones(len(line), dtype=bool)
+    for one in known.keys() & set(np.unique(sid).tolist()):
+        at = sid == one
+        keep[at] = ~np.isin(line[at], known[one])
+    placed = read.filter(pa.array(keep)).append_column("line", pa.array(line[keep], pa.int64()))
+    empty = pa.scalar("", pa.string())
+    return pa.table(
+        {
+            "bundle": placed.column("bundle"),
+            "logger": pc.coalesce(placed.column("logger"), empty),
+            "message": pc.coalesce(placed.column("message"), empty),
+            "count": placed.column("repeats").cast(pa.int64()),
+            "levelrank": pc.index_in(placed.column("level"), pa.array(LEVEL_ORDER)),
+            "first": placed.column("time"),
+            "last": placed.column("time"),
+            **{name: placed.column(name) for name in EVIDENCE},
+        }
+    )
+
+
+def _with_template(messages: pa.Table, templates: pa.Array) -> pa.Table:
+    """Rows grouped by message with their message's template in its place."""
+    at = messages.schema.get_field_index("message")
+    return messages.set_column(at, "template", templates)
+
+
+def _templated(messages: pa.Table, masked_in_spark: MaskedInSpark) -> pa.Table:
+    """Non-ASCII messages' rows masked by Spark's regexes, grouped by template."""
+    import pyarrow as pa
+
+    templates = masked_in_spark(messages.column("message").to_pylist())
+    return _reduced(_with_template(messages, pa.array(templates, pa.string())), BY_TEMPLATE)
+
+
+def _masked_in_spark(spark: SparkSession, messages: list[str]) -> list[str]:
+    """template_column of each message, by Spark (Java's regexes), in the messages' order."""
+    from pyspark.sql import functions as F
+
+    frame = keys_frame(spark, list(enumerate(messages)), "at long, message string")
+    masked = frame.select("at", template_column(F.col("message")).alias("template")).collect()
+    templates = [""] * len(messages)
+    for row in masked:
+        templates[row.at] = row.template
+    return templates
+
+
+def _merged(merged: pa.Table | None, more: pa.Table, keys: list[str]) -> pa.Table | None:
+    """Two tables of groups as one (_reduced), None while there is none."""
+    import pyarrow as pa
+
+    if not more.num_rows:
+        return merged
+    return more if merged is None else _reduced(pa.concat_tables([merged, more]), keys)
+
+
+def _reduced(rows: pa.Table, keys: list[str]) -> pa.Table:
+    """Rows (keys, count, levelrank, first, last, EVIDENCE) grouped by `keys`, as Spark groups them: the count
+    summed (null when every one is: Spark's sum), the greatest levelrank, the first and last time, and the
+    evidence of the earliest row by Spark's `order` (time known first, time, sid, line; where Spark's min_by
+    meets a tie, a derived source's one line, the scan's order: block, first_rel). Its own output is its input
+    again: groups merge into what one grouping of all their rows gives."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not rows.num_rows:
+        return rows
+    time = rows.column("time")
+    order = np.lexsort(
+        (
+            *(rows.column(name).to_numpy() for name in ("first_rel", "block", "line", "sid")),
+            pc.fill_null(time, 0).to_numpy(),
+            pc.is_null(time).to_numpy(zero_copy_only=False),
+        )
+    )
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    grouped = (
+        rows.select([*keys, "count", "levelrank", "first", "last"])
+        .append_column("rank", pa.array(rank))
+        .group_by(keys, use_threads=False)
+        .aggregate([("count", "sum"), ("levelrank", "max"), ("first", "min"), ("last", "max"), ("rank", "min")])
+    )
+    earliest = rows.select(list(EVIDENCE)).take(order[grouped.column("rank_min").to_numpy()])
+    columns = {key: grouped.column(key) for key in keys}
+    for name in ("count_sum", "levelrank_max", "first_min", "last_max"):
+        columns[name.rsplit("_", 1)[0]] = grouped.column(name)
+    return pa.table({**columns, **{name: earliest.column(name) for name in EVIDENCE}})
+
+
+def _window_order(row: dict[str, Any]) -> tuple[int, bool, int, str, str]:
+    """collect_templates' window's order: severity descending, then count (a null first), logger, template."""
+    count = row["count"]
+    return -SEVERITY.get(row["level"], -1), count is not None, count or 0, row["logger"], row["template"]
+
+
+def _chosen(templates: pa.Table, files: list[str]) -> list[Template]:
+    """At most MAX_TEMPLATES per bundle of the grouped templates, in the window's order (the most severe, then
+    the fewest, then by logger and template), as Templates, their evidence's head read from `files`."""
+    from pyspark.sql.types import TimestampType
+
+    def at(micros: int | None) -> datetime | None:  # as Spark's collect gives a timestamp
+        return TimestampType().fromInternal(micros) if micros is not None else None
+
+    by_bundle: dict[int, list[dict[str, Any]]] = {}
+    for row in templates.to_pylist():
+        row["level"] = LEVEL_ORDER[row["levelrank"]]
+        by_bundle.setdefault(row["bundle"], []).append(row)
+    kept = []
+    for rows in by_bundle.values():
+        rows.sort(key=_window_order)
+        kept += rows[:MAX_TEMPLATES]
+    heads = _heads(files, {(row["file"], row["row"]) for row in kept})
+    chosen = []
+    for row in kept:
+        chosen.append(
+            Template(
+                logger=row["logger"] or None,
+                template=mask(row["template"]) or "",
+                level=row["level"],
+                count=row["count"],
+                first=at(row["first"]),
+                last=at(row["last"]),
+                sid=row["sid"],
+                line=int(row["line"]),
+                time=at(row["time"]),
+                host=row["host"],
+                text=mask(heads[row["file"], row["row"]]) or "",
+            )
+        )
+    return chosen
+
+
+def _heads(files: list[str], places: set[tuple[int, int]]) -> dict[tuple[int, int], str | None]:
+    """The `head` of each (file number, row) of `places`, read FILE_BATCH rows at a time."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    by_file: dict[int, list[int]] = {}
+    for number, row in places:
+        by_file.setdefault(number, []).append(row)
+    heads = {}
+    for number, rows in by_file.items():
+        wanted, at = np.array(sorted(rows), dtype=np.int64), 0
+        for batch in pq.ParquetFile(files[number]).iter_batches(FILE_BATCH, columns=["head"], use_threads=False):
+            lo, hi = np.searchsorted(wanted, [at, at + batch.num_rows])
+            for row in wanted[lo:hi].tolist():
+                heads[number, row] = batch.column(0)[row - at].as_py()
+            at += batch.num_rows
+            if at > wanted[-1]:
+                break
+    return heads
 
 
 @cache
