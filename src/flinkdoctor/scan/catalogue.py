@@ -375,6 +375,8 @@ def _rests(lines: pa.LargeBinaryArray, sizes: Positions) -> pa.LargeBinaryArray:
 
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
     data = np.frombuffer(lines.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    if not len(data):  # every line empty: so is its rest
+        return lines
     head = offsets[:-1, None] + np.arange(PREFIX_MAX)
     inside = head < (offsets[:-1] + sizes)[:, None]
     prefix = _prefix_table()[data[np.minimum(head, len(data) - 1)]] & inside

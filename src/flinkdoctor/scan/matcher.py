@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -87,6 +87,27 @@ class Fields:
             if (line := hit.group(1)).strip():
                 found.append((index, line.lstrip()))
         return found
+
+
+@dataclass
+class Rows:
+    """The fields of many events as columns (a batch's rows), each event's Fields made once, when a signature that
+    reads more than its text first asks (its exception chain and message lines are then worked out once)."""
+
+    text: list[str]
+    message: list[str]
+    level: list[str | None]
+    logger: list[str | None]
+    thread: list[str | None]
+    kind: str
+    made: dict[int, Fields] = field(default_factory=dict)
+
+    def fields(self, i: int) -> Fields:
+        event = self.made.get(i)
+        if event is None:
+            event = Fields(self.text[i], self.message[i], self.level[i], self.logger[i], self.thread[i], self.kind)
+            self.made[i] = event
+        return event
 
 
 @dataclass(frozen=True)
@@ -170,13 +191,36 @@ class _Signature:
             if hit is None:
                 return None, by_fields
             found.append(hit)
+        return self._hit(found, event.text, at), by_fields
+
+    def _hit(self, found: list[re.Match[str] | None], text: str, at: int) -> Hit | None:
+        """The hit of regexes that all matched (`found`: per regex, its match), unless a capture is out of the
+        bounds `where` sets; `at`: the line of the message's match, where no text regex names the line."""
+        _, captured, line = self._compiled
         captures = {name: found[i].group(name) or "" for name, i in captured}  # type: ignore[union-attr]
         for name, gte, lte in self.where:
             number = _number(captures.get(name))
             if number is None or (gte is not None and number < gte) or (lte is not None and number > lte):
-                return None, by_fields
+                return None
         hit = None if line is None else found[line]
-        return (self.rule_id, captures, event.text.count("\n", 0, hit.start()) if hit else at), by_fields
+        return self.rule_id, captures, text.count("\n", 0, hit.start()) if hit else at
+
+    @cached_property
+    def _text_only(self) -> re.Pattern[str] | None:
+        """Its one regex, when that is all it reads and it reads the text: then an event's text decides alone."""
+        regexes = self._compiled[0]
+        return regexes[0][1] if len(regexes) == 1 and regexes[0][0] == "text" else None
+
+    def match_rows(self, rows: Rows, events: list[int]) -> list[tuple[int, Hit]]:
+        """(event, hit) of the `events` (positions in `rows`, whose kind and level it admits) it matches, in order:
+        what `match` gives each, a text regex searched over the texts in one loop, not through `match` per event."""
+        pattern = self._text_only
+        if pattern is None:
+            fields = rows.fields
+            return [(i, hit) for i in events if (hit := self.match(fields(i))) is not None]
+        texts = rows.text
+        found = [(i, m) for i in events if (m := pattern.search(texts[i])) is not None]
+        return [(i, hit) for i, m in found if (hit := self._hit([m], texts[i], 0)) is not None]
 
 
 @dataclass(frozen=True)
@@ -202,6 +246,34 @@ class Matcher:
             if hit:
                 matched.append(hit)
                 done = signature.rule
+        return matched
+
+    def match_rows(self, rows: Rows, events: Positions, numbers: Positions) -> dict[int, list[Hit]]:
+        """Per event of `rows` (its position) that a rule matches, what `match` gives it, from the pairs
+        (events[j], numbers[j]) sorted by event, then signature, each one its signature admits (`admitted`): each
+        signature tried on its events in one loop (_Signature.match_rows), the signatures in order, so that a
+        rule's later signatures are not tried where an earlier one matched, as `match` skips them."""
+        import numpy as np
+
+        if not len(numbers):
+            return {}
+        order = np.argsort(numbers, kind="stable")  # by signature, then event
+        by_number, of = numbers[order], events[order]
+        cuts = np.flatnonzero(by_number[1:] != by_number[:-1]) + 1
+        matched: dict[int, list[Hit]] = {}
+        rule, taken = -1, set[int]()  # the rule of the signatures tried last, and the events one of them matched
+        for number, at in zip(by_number[np.append(0, cuts)].tolist(), np.split(of, cuts), strict=True):
+            signature = self.signatures.get(number)  # None: a metric's signature (analytics read those)
+            if signature is None:
+                continue
+            if signature.rule != rule:
+                rule, taken = signature.rule, set[int]()
+            tried = at.tolist()
+            if taken:
+                tried = [i for i in tried if i not in taken]
+            for i, hit in signature.match_rows(rows, tried):
+                matched.setdefault(i, []).append(hit)  # (signatures in order: each event's hits in rule order)
+                taken.add(i)
         return matched
 
     def admitted(self, numbers: Positions, levels: Sequence[str | None], level_of: Positions, kind: str) -> Flags:

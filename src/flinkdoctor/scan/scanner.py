@@ -42,7 +42,7 @@ from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
 from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test, levels_worded
-from .matcher import EXCEPTION_LINE, Fields, Matcher
+from .matcher import EXCEPTION_LINE, Hit, Matcher, Rows
 from .measure import byte_places, measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
@@ -1321,9 +1321,8 @@ def _matches(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    matches: dict[int, list[dict[str, object]]] = {}
     if matcher is None:
-        return _sparse_lists(len(text), matches, _matches_type()), _sparse_lists(len(text), {}, measures_type())
+        return _sparse_lists(len(text), {}, _matches_type()), _sparse_lists(len(text), {}, measures_type())
     first_metric = matcher.first_metric
     offsets, numbers = sigs.offsets.to_numpy(), sigs.values.to_numpy()
     if tries is not sigs:  # a masked row tries all its signatures, every other row its tries
@@ -1347,26 +1346,45 @@ def _matches(
         admitted = matcher.admitted(numbers, [*levels.dictionary.to_pylist(), None], codes[of_pair], part.kind)
         of_pair, numbers = of_pair[admitted], numbers[admitted]
     rule_rows = distinct(of_pair)
-    if len(rule_rows):
-        texts = text.take(pa.array(rule_rows)).to_pylist()
-        message, level = (
-            fields["message"].take(pa.array(rule_rows)).to_pylist(),
-            fields["level"].take(pa.array(rule_rows)).to_pylist(),
+    matched: dict[int, list[Hit]] = {}
+    if len(rule_rows):  # each signature tried on its rows at once (Matcher.match_rows)
+        taken = pa.array(rule_rows)
+        message, level, logger, thread = (
+            fields[name].take(taken).to_pylist() for name in ("message", "level", "logger", "thread")
         )
-        logger, thread = (
-            fields["logger"].take(pa.array(rule_rows)).to_pylist(),
-            fields["thread"].take(pa.array(rule_rows)).to_pylist(),
-        )
-        bounds = np.searchsorted(of_pair, np.append(rule_rows, len(text))).tolist()
-        wanted = numbers.tolist()
-        for k, i in enumerate(rule_rows.tolist()):
-            event = Fields(texts[k], message[k], level[k], logger[k], thread[k], part.kind)
-            matched = matcher.match(event, wanted[bounds[k] : bounds[k + 1]])
-            if matched:
-                matches[i] = [
-                    {"rule": rule, "captures": list(captures.items()), "idx": idx} for rule, captures, idx in matched
-                ]
-    return _sparse_lists(len(text), matches, _matches_type()), measures(matcher.metrics, text, found, rows)
+        events = Rows(text.take(taken).to_pylist(), message, level, logger, thread, part.kind)
+        matched = matcher.match_rows(events, np.searchsorted(rule_rows, of_pair), numbers)
+    return _matched_lists(len(text), rule_rows, matched), measures(matcher.metrics, text, found, rows)
+
+
+def _matched_lists(n: int, rule_rows: Positions, matched: dict[int, list[Hit]]) -> pa.ListArray:
+    """The matches' list array (_matches_type) of `n` rows from Matcher.match_rows' hits (keyed by position in
+    `rule_rows`): built from its columns (rule, captures' keys and values, idx), not from a dict per hit."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = _matches_type()
+    at = sorted(matched)
+    hits = [hit for k in at for hit in matched[k]]
+    sizes = np.zeros(n, dtype=np.int32)
+    sizes[rule_rows[at]] = [len(matched[k]) for k in at]
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    counts = np.fromiter((len(captures) for _, captures, _ in hits), dtype=np.int32, count=len(hits))
+    bounds = np.zeros(len(hits) + 1, dtype=np.int32)
+    np.cumsum(counts, out=bounds[1:])
+    keys = pa.array([key for _, captures, _ in hits for key in captures], pa.string())
+    values = pa.array([value for _, captures, _ in hits for value in captures.values()], pa.string())
+    struct = kind.value_type
+    entries = pa.StructArray.from_arrays(
+        [
+            pa.array([rule for rule, _, _ in hits], pa.string()),
+            pa.MapArray.from_arrays(pa.array(bounds), keys, values, type=struct.field("captures").type),
+            pa.array([idx for _, _, idx in hits], pa.int32()),
+        ],
+        fields=list(struct),
+    )
+    return pa.ListArray.from_arrays(pa.array(offsets), entries, type=kind)
 
 
 def _sparse_lists(n: int, lists: Mapping[int, Sequence[object]], kind: pa.ListType) -> pa.ListArray:
