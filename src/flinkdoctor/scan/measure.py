@@ -549,7 +549,8 @@ def _windows(data: npt.NDArray[np.uint8], at: Positions) -> npt.NDArray[np.uint8
     if not len(at):
         return np.zeros((0, 32), dtype=np.uint8)
     records = np.ndarray((len(data) - 31,), dtype=np.dtype((np.void, 32)), buffer=data, strides=(1,))
-    return records[at].view(np.uint8).reshape(len(at), 32)
+    rows: npt.NDArray[np.uint8] = records[at].view(np.uint8).reshape(len(at), 32)
+    return rows
 
 
 @cache
