@@ -71,10 +71,11 @@ def test_the_job_read_off_the_bytes_is_pythons(monkeypatch, few_lines):
     start, undecided = _jobs_by_bytes(values.cast(pa.large_string()), rows)
     decided = np.count_nonzero(start >= 0)
     assert decided >= 50 and 0 < len(undecided) < decided  # the bytes decide most rows that hold a job
-    # only the rows asked for are read, and a sliced array is read at its own offsets
-    half = np.arange(0, len(values) - 1, 2)
-    shown = _jobs(values.slice(1), half).to_pylist()
-    assert shown == [want[1 + i] if i % 2 == 0 else None for i in range(len(values) - 1)]
+    # one id per row asked for, in their order, a row asked for again (each of its measures) given again; only
+    # those rows are read, and a sliced array is read at its own offsets
+    half = np.repeat(np.arange(0, len(values) - 1, 2), np.arange(len(values) // 2) % 3)
+    assert len(half) > len(set(half.tolist())) > 100
+    assert _jobs(values.slice(1), half).to_pylist() == [want[1 + i] for i in half.tolist()]
 
 
 def test_a_metrics_groups_taken_from_its_literal_are_pythons():
@@ -184,6 +185,28 @@ def test_a_literals_first_place_in_each_line_is_pythons():
     assert _first_places(copied, np.array([0, 212]), np.array([12, 214]), literal).tolist() == [-1, -1]
 
 
+@pytest.mark.parametrize("literal", [b"at job", b"checkpoint", b"for job db5b5f", b"Triggering checkpoint "])
+def test_a_long_literals_bytes_compared_a_word_at_a_time_are_its_bytes(literal):
+    """measure._first_places compares a literal of WORD bytes or more 8 bytes at a time (the last 8 overlapping):
+    a line that holds the literal with any one byte changed holds no place of it, one that holds it after such a
+    near miss has its place after it, and a literal that ends on the buffer's last byte is found."""
+    import numpy as np
+
+    from flinkdoctor.scan.measure import _first_places
+
+    lines = [b"x " + literal, literal + b" y", b"" + literal[:-1], b"-"]
+    for i in range(len(literal)):  # one byte changed, alone and before the literal itself
+        near = literal[:i] + bytes([literal[i] ^ 1]) + literal[i + 1 :]
+        lines += [b"< " + near + b" >", near + literal]
+    data = np.frombuffer(b"\n".join(lines), dtype=np.uint8)
+    lengths = np.array([len(line) for line in lines])
+    begin = np.concatenate([[0], np.cumsum(lengths + 1)[:-1]])
+    got = _first_places(data, begin, begin + lengths, literal)
+    assert got.tolist() == [line.find(literal) for line in lines]
+    last = np.frombuffer(b"ab" + literal, dtype=np.uint8)  # the literal's last byte is the buffer's
+    assert _first_places(last, np.array([0]), np.array([len(last)]), literal).tolist() == [2]
+
+
 def test_a_bytes_places_are_found_a_chunk_at_a_time_as_in_one_pass():
     """measure.byte_places (the texts' newlines and the literals' first bytes, found a chunk at a time): every
     place of the byte in data[lo:hi], as one comparison over all of it finds them, on real lines joined, with
@@ -202,3 +225,41 @@ def test_a_bytes_places_are_found_a_chunk_at_a_time_as_in_one_pass():
                 want = np.flatnonzero(data[lo:hi] == byte) + lo
                 assert byte_places(data, byte, lo, hi, chunk).tolist() == want.tolist()
     assert byte_places(data, 10, 5, 5).tolist() == []
+
+
+@pytest.mark.parametrize("few_lines", [0, 10**9])  # the groups taken by RE2, then by Python's `re`
+def test_the_captures_of_the_measures_just_built_are_the_maps_own(monkeypatch, few_lines):
+    """measure.captured (what measured.flat_rows reads instead of looking the maps up again): per key, each
+    measure's capture in the list's order, the same as the maps' lookup (measured._looked_up), for the measures
+    `measures` built last only: not for earlier ones, a slice of them or a copy (None: the caller looks up)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.analytics.metrics import load_metrics
+    from flinkdoctor.scan import measure
+    from flinkdoctor.scan.measured import _looked_up
+
+    monkeypatch.setattr(measure, "FEW_LINES", few_lines)
+    metrics = {n: (n, m.line, "") for n, m in enumerate(load_metrics())}
+    keys = ("job", "checkpoint", "epoch_ms", "duration_ms", "bytes", "key", "none")
+    texts = events()
+
+    def built(texts: list[str]) -> pa.ListArray:
+        rows = np.arange(len(texts))
+        return measure.measures(metrics, pa.array(texts), dict.fromkeys(metrics, rows), rows)
+
+    def looked_up(lists: pa.ListArray) -> dict[str, list]:
+        return {k: v.to_pylist() for k, v in _looked_up(pc.list_flatten(lists).field("captures"), keys).items()}
+
+    first = built(texts)
+    want = looked_up(first)
+    assert len(want["job"]) > 100 and len({tuple(v is None for v in want[k]) for k in keys}) >= 3  # kinds mixed
+    found = measure.captured(first, keys)
+    assert found is not None and {k: v.to_pylist() for k, v in found.items()} == want
+    second = built(texts[1:])
+    assert measure.captured(first, keys) is None  # (built before the last)
+    assert measure.captured(second.slice(1), keys) is None
+    assert measure.captured(second.take(pa.array(np.arange(len(second)))), keys) is None
+    found = measure.captured(second, keys)
+    assert found is not None and {k: v.to_pylist() for k, v in found.items()} == looked_up(second)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from .measure import captured as captured_here
 from .taskfile import TaskFile, null_where
 from .times import read_times
 
@@ -99,7 +100,9 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
     trigger = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind == spec.trigger])
     columnar = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind in spec.columnar])
     captures = measure.field("captures")
-    captured = _looked_up(captures, spec.captured)
+    captured = captured_here(lists, spec.captured)  # (the measures just built: their groups as RE2 gave them)
+    if captured is None:
+        captured = _looked_up(captures, spec.captured)
     stamped, unsure = _stamped(captured.get("epoch_ms"), captured.get("checkpoint"), trigger)
     timed = np.flatnonzero(~stamped)  # (a trigger that stamps its own epoch needs no time)
     n = len(measure)
