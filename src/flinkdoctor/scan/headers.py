@@ -83,13 +83,17 @@ def flag_unsure(layout_id: str) -> npt.NDArray[np.bool_] | None:
     too. Else RE2's match went on into the line's end (a `\\s` taking its newline), ending there: then the line's
     last byte is one a part of the regex matches right before a part that can take a line-end character and
     be followed by only such parts up to the match's end (the follow relation of the regex's parts)."""
+    header = layout_by_id(layout_id).header
+    body = header[: -len(MESSAGE_TAIL)]
+    if header_test(layout_id).anchored is None or not header.endswith(MESSAGE_TAIL) or ANY_TAIL.sub("", header) != body:
+        return None
+    return _unsure_ends(body)
+
+
+def _unsure_ends(body: str) -> npt.NDArray[np.bool_] | None:
+    """flag_unsure's table for a header regex `body` (without its message; None: not proven)."""
     import numpy as np
 
-    header = layout_by_id(layout_id).header
-    test = header_test(layout_id)
-    body = header[: -len(MESSAGE_TAIL)]
-    if test.anchored is None or not header.endswith(MESSAGE_TAIL) or ANY_TAIL.sub("", header) != body:
-        return None
     plain = SAFE_ESCAPE.sub("", body)  # what RE2 and Python may read otherwise: other escapes, flags, [: and {,
     if "\\" in plain or re.search(r"\(\?(?!:|P?<[A-Za-z])", plain) or "[:" in plain or "{," in plain:
         return None
