@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
-from ..knowledge.regexes import Node, parse, python_regex, sre
+from ..knowledge.regexes import Node, NodeArg, parse, python_regex, sre
 from ..sources.layouts import layout_by_id
 
 if TYPE_CHECKING:
@@ -66,6 +66,155 @@ def _anchored(test: str) -> str | None:
     if not test.startswith("^") or parse(python_regex(test).pattern).getwidth()[0] < 1:
         return None
     return f"\\A(?m){test}"
+
+
+@cache
+def flag_unsure(layout_id: str) -> npt.NDArray[np.bool_] | None:
+    """Where a header's flag is also the fields' regex's answer: a 256-entry table of the last bytes for which
+    it is not said. For an ASCII line that `flag` flagged with HeaderTest.anchored (the line with its end: `\\n`,
+    `\\r\\n`, `\\r` or none), the layout's regex without its message, `(?<msg>.*)$`, as Python's `re` reads it
+    (re2.re2_regex: the scan's header fields), matches the line without its end from its start, when that is
+    not empty and its last byte is not in the table. None: not proven for the layout (a construct outside
+    literals, classes of literals and of \\d, \\w and \\s, `.`, groups without flags, alternatives and repeats,
+    `^` first; or a regex that does not end in that message).
+
+    Why: on ASCII text every part of such a regex matches in RE2 no character that it does not match in Python
+    (RE2's \\s lacks \\v and \\x1c-\\x1f; the rest are the same), so a match RE2 finds within the line Python finds
+    too. Else RE2's match went on into the line's end (a `\\s` taking its newline), ending there: then the line's
+    last byte is one a part of the regex matches right before a part that can take a line-end character and
+    be followed by only such parts up to the match's end (the follow relation of the regex's parts)."""
+    header = layout_by_id(layout_id).header
+    body = header[: -len(MESSAGE_TAIL)]
+    if header_test(layout_id).anchored is None or not header.endswith(MESSAGE_TAIL) or ANY_TAIL.sub("", header) != body:
+        return None
+    return _unsure_ends(body)
+
+
+def _unsure_ends(body: str) -> npt.NDArray[np.bool_] | None:
+    """flag_unsure's table for a header regex `body` (without its message; None: not proven)."""
+    import numpy as np
+
+    plain = SAFE_ESCAPE.sub("", body)  # what RE2 and Python may read otherwise: other escapes, flags, [: and {,
+    if "\\" in plain or re.search(r"\(\?(?!:|P?<[A-Za-z])", plain) or "[:" in plain or "{," in plain:
+        return None
+    parts = _parts(body)
+    if parts is None:
+        return None
+    chars, follow, last = parts
+    eol = [p for p, char in enumerate(chars) if char[10] or char[13]]
+    tail = {p for p in eol if p in last}  # the parts that can take line-end characters up to a match's end
+    grown = True
+    while grown:
+        more = {p for p in eol if follow[p] & tail} - tail
+        tail |= more
+        grown = bool(more)
+    table = np.zeros(256, dtype=bool)
+    for p, char in enumerate(chars):
+        if follow[p] & tail:
+            table[:128] |= char
+    return table
+
+
+MESSAGE_TAIL = "(?<msg>.*)$"  # a layout's message: the rest of its first line
+SAFE_ESCAPE = re.compile(r"\\(?:[dsw]|[^A-Za-z0-9])")  # \d, \w, \s and escaped punctuation: read alike
+# the ASCII characters Python's \s matches (RE2's lacks \v and \x1c-\x1f), \d, \w
+SPACES = frozenset(c for c in range(128) if chr(c).isspace())
+CATEGORIES = {
+    sre.CATEGORY_SPACE: SPACES,
+    sre.CATEGORY_DIGIT: frozenset(range(48, 58)),
+    sre.CATEGORY_WORD: frozenset(c for c in range(128) if chr(c).isalnum() or c == 95),
+}
+
+Parts: TypeAlias = "tuple[list[npt.NDArray[np.bool_]], list[set[int]], set[int]]"
+
+
+def _parts(java: str) -> Parts | None:
+    """The regex's character-matching parts (Glushkov's positions): per part the ASCII characters it matches in
+    Python or RE2, the parts that can follow it in a match, and the parts that can end a match; None for a
+    regex outside flag_unsure's constructs."""
+    tree = parse(java)
+    items = list(tree)
+    if tree.state.flags & ~sre.SRE_FLAG_UNICODE or not items or items[0] != (sre.AT, sre.AT_BEGINNING):
+        return None
+    chars: list[npt.NDArray[np.bool_]] = []
+    follow: list[set[int]] = []
+    found = _sequence(items[1:], chars, follow)
+    return None if found is None else (chars, follow, found[1])
+
+
+Span: TypeAlias = tuple[set[int], set[int], bool]  # a piece's first parts, last parts, whether it can be empty
+
+
+def _sequence(items: list[Node], chars: list[npt.NDArray[np.bool_]], follow: list[set[int]]) -> Span | None:
+    first: set[int] = set()
+    last: set[int] = set()
+    empty = True
+    for op, av in items:
+        piece = _piece(op, av, chars, follow)
+        if piece is None:
+            return None
+        for p in last:
+            follow[p] |= piece[0]
+        if empty:
+            first |= piece[0]
+        last = piece[1] | last if piece[2] else piece[1]
+        empty = empty and piece[2]
+    return first, last, empty
+
+
+def _piece(op: object, av: NodeArg, chars: list[npt.NDArray[np.bool_]], follow: list[set[int]]) -> Span | None:
+    if op is sre.SUBPATTERN:
+        return None if av[1] or av[2] else _sequence(list(av[3]), chars, follow)
+    if op is sre.BRANCH:
+        branches = [_sequence(list(branch), chars, follow) for branch in av[1]]
+        if any(branch is None for branch in branches):
+            return None
+        spans = [branch for branch in branches if branch is not None]
+        return set().union(*(s[0] for s in spans)), set().union(*(s[1] for s in spans)), any(s[2] for s in spans)
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        low, high, body = av
+        inner = _sequence(list(body), chars, follow)
+        if inner is None:
+            return None
+        if high > 1:  # (a counted repeat read as one that repeats freely: more follows, never fewer)
+            for p in inner[1]:
+                follow[p] |= inner[0]
+        return inner[0], inner[1], low == 0 or inner[2]
+    char = _chars(op, av)
+    if char is None:
+        return None
+    chars.append(char)
+    follow.append(set())
+    return {len(chars) - 1}, {len(chars) - 1}, False
+
+
+def _chars(op: object, av: NodeArg) -> npt.NDArray[np.bool_] | None:
+    """The ASCII characters one character-matching part matches in Python (RE2's are no more); None for any
+    other part, or a class RE2 reads more broadly (a negated one holding \\s, \\d or \\w)."""
+    import numpy as np
+
+    out = np.zeros(128, dtype=bool)
+    if op is sre.LITERAL or op is sre.NOT_LITERAL:
+        if av < 128:
+            out[av] = True
+        return ~out if op is sre.NOT_LITERAL else out
+    if op is sre.ANY:  # (not the newline: no flag that changes it is let through)
+        out[:] = True
+        out[10] = False
+        return out
+    if op is not sre.IN:
+        return None
+    items = list(av)
+    negate = bool(items) and items[0][0] is sre.NEGATE
+    for kind, value in items[1:] if negate else items:
+        if kind is sre.LITERAL or kind is sre.RANGE:
+            low, high = (value, value) if kind is sre.LITERAL else value
+            out[min(low, 128) : min(high, 127) + 1] = True
+        elif kind is sre.CATEGORY and value in CATEGORIES and not negate:
+            out[list(CATEGORIES[value])] = True
+        else:
+            return None
+    return ~out if negate else out
 
 
 def flag(test: HeaderTest, lines: pa.Array, regex: str | None = None) -> npt.NDArray[np.bool_]:

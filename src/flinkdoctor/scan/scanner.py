@@ -41,7 +41,16 @@ from ..runtime.worker import prepare_task
 from ..safety.masking import TRIGGER_RE2, mask
 from ..sources.layouts import layout_by_id
 from .catalogue import Candidates, candidates, entry_hits, line_hits
-from .headers import WARN_WORDS, first_byte_table, flag, header_fields, header_test, levels_worded
+from .headers import (
+    MESSAGE_TAIL,
+    WARN_WORDS,
+    first_byte_table,
+    flag,
+    flag_unsure,
+    header_fields,
+    header_test,
+    levels_worded,
+)
 from .matcher import EXCEPTION_LINE, Hit, Matcher, Rows
 from .measure import byte_places, measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
@@ -662,6 +671,7 @@ class _Events:
         worded: Flags,
         unmatched: bool,
     ) -> pa.RecordBatch:
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -675,8 +685,9 @@ class _Events:
         orphan = self.file_first[first] & ~self.header[first] & ~self.piece[first]
         headerless = orphan | self.piece[first]
         only_timed = self._only_timed(keep, tries, masked, entries, worded, matcher) if unmatched else None
-        heads = _first_lines(text)  # (read by the header's fields and by the WARN+ events' heads)
-        fields = _header_fields(part, heads, headerless, only_timed)
+        # (read by the header's fields and by the WARN+ events' heads; a masked text's first line is searched)
+        heads = _first_lines(text, np.where(masked, -1, self._first_line_lengths(keep)))
+        fields = _header_fields(part, heads, headerless, only_timed, flagged=True)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
         entry_hits = _entry_hits(
@@ -753,6 +764,18 @@ class _Events:
         end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
         end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
         return begin, np.maximum(end, begin)
+
+    def _first_line_lengths(self, events: Positions) -> Positions:
+        """Per event, the length in bytes of its text's first line (_text_bounds, line ends as _batch makes
+        them): its first line's bytes, without a piece's marker byte, the newline and a carriage return before it."""
+        import numpy as np
+
+        begin = self.starts[self.first[events]] + self.piece[self.first[events]]
+        end = self.ends[self.first[events]]
+        end -= self.data[np.maximum(end - 1, 0)] == 10
+        end -= self.data[np.maximum(end - 1, 0)] == 13
+        lengths: Positions = np.maximum(end - begin, 0)
+        return lengths
 
     def _source_columns(self, first: Positions) -> list[pa.Array]:
         """`sid`, `bundle` and `block` of the events that start at lines `first`: the part's, or each file's."""
@@ -1115,7 +1138,7 @@ HEADER = ("ts", "level", "logger", "thread", "host", "uptime", "message")
 
 
 def _header_fields(
-    part: Part, heads: pa.Array, headerless: Flags, only_timed: Flags | None = None
+    part: Part, heads: pa.Array, headerless: Flags, only_timed: Flags | None = None, flagged: bool = False
 ) -> dict[str, pa.Array]:
     """Per event, its header's fields by the layout's regex (none for an event without a header), the message
     the header's own when the layout names none, the level in upper case, the layout's fixed logger: Arrow
@@ -1123,22 +1146,26 @@ def _header_fields(
     (re2.py; Python's `re` per event only for a layout RE2 cannot read exactly). `only_timed`: the events of
     which only `ts` and `host` are read (_Events._only_timed): where the layout has them at fixed places, they
     are cut there from the lines its regex matches, the other fields left null (_timed_fields), and only the
-    other events' fields are captured."""
+    other events' fields are captured. `flagged`: each of those with a header is a line the layout's header
+    test flagged, its head that line without its end (_timed_fields)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if only_timed is not None and only_timed.any() and part.layout != "none" and _timed_places(part.layout) is not None:
         timed = only_timed & ascii_rows(heads)  # (a character is a byte: the places are bytes)
-        light = _timed_fields(part.layout, heads, headerless)  # (over every row: no copy of most of them)
+        light = _timed_fields(part.layout, heads, headerless, flagged)  # (over every row: no copy of most of them)
         if timed.all():
             return light
         rest = np.flatnonzero(~timed)
         # the other rows' first lines, not their texts: a lab part's are its stack traces, tens of MB copied and
         # read for their newlines again
         full = _header_fields(part, heads.take(pa.array(rest)), headerless[rest])
-        others = pa.array(~timed)
-        return {name: pc.replace_with_mask(light[name], others, full[name]) for name in HEADER}
+        # each row's value: its light one, or its full one (at len(heads) + its place among the rest): one take
+        at = np.arange(len(heads))
+        at[rest] = len(heads) + np.arange(len(rest))
+        taken = pa.array(at)
+        return {name: pa.concat_arrays([light[name], full[name]]).take(taken) for name in HEADER}
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
@@ -1188,10 +1215,13 @@ def _timed_places(layout_id: str) -> dict[str, tuple[int, int]] | None:
     return {name: places[name] for name in wanted} if all(name in places for name in wanted) else None
 
 
-def _timed_fields(layout_id: str, heads: pa.Array, headerless: Flags) -> dict[str, pa.Array]:
+def _timed_fields(layout_id: str, heads: pa.Array, headerless: Flags, flagged: bool = False) -> dict[str, pa.Array]:
     """Per event (its first line; read right only when ASCII), the `ts` and `host` _header_fields gives, cut at
     their places (_timed_places) where the layout's regex matches, with no group captured (RE2 decides whether
-    it matches without tracking groups, a third of capturing them); every other field null."""
+    it matches without tracking groups, a third of capturing them); every other field null. `flagged`: each row
+    with a header is a line the layout's header test flagged, `heads` holding it without its end: the flag says
+    the regex matches where headers.flag_unsure says so (a production part's measured lines: nearly all), and
+    RE2 reads only the other rows (a line that ends where the header's fields could)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -1204,8 +1234,23 @@ def _timed_fields(layout_id: str, heads: pa.Array, headerless: Flags) -> dict[st
     columns = {name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER}
     if not n or not places:
         return columns
-    matched = pc.match_substring_regex(heads, re2_regex(prefix, True, frozenset(group_names(prefix))))
-    has = pc.and_(matched, pa.array(~np.asarray(headerless, dtype=bool)))
+    regex = re2_regex(prefix, True, frozenset(group_names(prefix)))
+    unsure = flag_unsure(layout_id) if flagged else None
+    if unsure is None:
+        has = pc.and_(pc.match_substring_regex(heads, regex), pa.array(~np.asarray(headerless, dtype=bool)))
+    else:
+        found = ~np.asarray(headerless, dtype=bool)
+        wide = np.int64 if pa.types.is_large_string(heads.type) else np.int32
+        offsets = np.frombuffer(heads.buffers()[1], dtype=wide)[heads.offset : heads.offset + n + 1]
+        data = np.frombuffer(heads.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+        empty = offsets[1:] == offsets[:-1]
+        last = data[np.maximum(offsets[1:] - 1, 0)] if len(data) else np.zeros(n, dtype=np.uint8)
+        check = np.flatnonzero(found & (empty | unsure[last]))  # (a null head's fields are null either way)
+        if len(check):
+            found[check] = pc.fill_null(pc.match_substring_regex(heads.take(pa.array(check)), regex), False).to_numpy(
+                zero_copy_only=False
+            )
+        has = pa.array(found)
     none = pa.scalar(None, pa.string())
     for name, (first, end) in places.items():
         values = byte_slice(heads, first, end)
@@ -1213,9 +1258,11 @@ def _timed_fields(layout_id: str, heads: pa.Array, headerless: Flags) -> dict[st
     return columns
 
 
-def _first_lines(text: pa.Array) -> pa.StringArray:
+def _first_lines(text: pa.Array, lengths: Positions | None = None) -> pa.StringArray:
     """Each text's first line (up to its first newline): a newline's place found in the texts' bytes by numpy,
-    not by splitting every text into lines (a tenth of a production part's scan)."""
+    not by splitting every text into lines (a tenth of a production part's scan). `lengths`: per text, its first
+    line's length in bytes where the caller knows it (_Events._first_line_lengths), else -1: only the other
+    texts are searched (a production part's texts are nearly all one line; a lab part's are stack traces)."""
     import numpy as np
     import pyarrow as pa
 
@@ -1223,6 +1270,16 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
     n = len(large)
     offsets = np.frombuffer(large.buffers()[1], dtype=np.int64)[large.offset : large.offset + n + 1]
     data = np.frombuffer(large.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
+    if lengths is not None and not text.null_count:
+        if (lengths == np.diff(offsets)).all():  # every text one line: the texts, not a copy
+            return text.cast(pa.string())
+        unknown = np.flatnonzero(lengths < 0)
+        known = spans(data, offsets[:-1], offsets[:-1] + np.maximum(lengths, 0))
+        if not len(unknown):
+            return known
+        at = np.arange(n)
+        at[unknown] = n + np.arange(len(unknown))
+        return pa.concat_arrays([known, _first_lines(large.take(pa.array(unknown)))]).take(pa.array(at))
     newlines = byte_places(data, 10, int(offsets[0]), int(offsets[-1]))  # (a chunk at a time)
     if not len(newlines) and not text.null_count:  # every text one line (measured lines): the texts, not a copy
         return text.cast(pa.string())
@@ -1232,7 +1289,6 @@ def _first_lines(text: pa.Array) -> pa.StringArray:
 
 
 PREFIX = "flinkdoctorHeader"  # the group holding what precedes the message
-MESSAGE_TAIL = "(?<msg>.*)$"
 
 
 @cache
