@@ -295,6 +295,42 @@ def test_the_cache_of_templates_is_bounded_and_keeps_them_right(tmp_path):
     assert masked.call_count >= 3
 
 
+def test_the_files_templates_are_merged_in_time_linear_in_them(tmp_path):
+    """Each file's templates wait, and are merged with those so far only once the waiting ones are as many: the
+    rows grouped again stay a few times the rows read, however many files (one per scan task) a bundle has.
+    Merged as each file came, 60 files of 40 distinct templates each grouped the rows again and again (files x
+    templates: 75,560); the answer is the same either way."""
+    manifest, blocks = manifest_and_blocks(tmp_path)
+    row = {"sid": 0, "bundle": 0, "block": 0, "level": "WARN", "logger": "L", "repeats": 1, "time": 1}
+    words = [a + b + c for a in string.ascii_lowercase for b in string.ascii_lowercase for c in "mnpqrstvwxz"]
+    files = [
+        [{**row, "first_rel": n, "message": f"failed {words[40 * f + n]} here"} for n in range(40)] for f in range(60)
+    ]
+    grouped = []
+    reduced = unexplained._reduced
+
+    def counted(rows, keys):
+        grouped.append(rows.num_rows)
+        return reduced(rows, keys)
+
+    with mock.patch.object(unexplained, "WAITING", 100), mock.patch.object(unexplained, "_reduced", counted):
+        found = templates_of_files(write(tmp_path, files), blocks, manifest, [], stand_in) or []
+    assert len(found) == 60 * 40 and {t.count for t in found} == {1}
+    # each file's rows grouped twice in the file (by message, then by template), then merged a few times over
+    assert sum(grouped) <= 6 * 60 * 40, sum(grouped)
+
+
+def test_a_secret_in_a_warning_is_masked_in_its_template_and_its_evidence(tmp_path):
+    """The driver's templates leave as Spark's did: the template and its evidence line through the masker."""
+    manifest, blocks = manifest_and_blocks(tmp_path)
+    row = {"sid": 0, "bundle": 0, "block": 0, "level": "WARN", "logger": "L", "repeats": 1, "time": 1}
+    said = "login refused password=Pw-Canary-31 for svc"
+    files = [[{**row, "first_rel": 1, "message": said, "head": f"WARN L - {said}"}]]
+    (found,) = templates_of_files(write(tmp_path, files), blocks, manifest, [], stand_in) or []
+    assert "Canary" not in found.template and "Canary" not in found.text
+    assert found.template == "login refused password=****** for svc"
+
+
 def test_python_s_own_classes_are_not_java_s():
     """Why the driver masks ASCII messages only, with re.ASCII: Python's \\d, \\w and \\b take the digits and
     letters of every script, its \\s the ASCII separators \\x1c-\\x1f; Java's (Spark's) do not."""
