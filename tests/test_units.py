@@ -264,6 +264,21 @@ def test_onset_goes_back_by_the_silence():
     assert onset(finding, rules["zookeeper-client-session-timeout"]) == datetime(2019, 4, 23, 17, 37, 9, 758000)
 
 
+@pytest.mark.parametrize("stuck", ["99999999999999", "1e400", "nan", "inf"])
+def test_a_duration_no_calendar_holds_places_the_finding_at_its_own_time(stuck):
+    """A soft lockup "stuck for 99999999999999s" (hostile or corrupt input) goes back further than year 1: the
+    onset is then the finding's own time, and correlation goes on (it was an OverflowError)."""
+    from flinkdoctor.diagnosis.correlate import correlate
+
+    rules = {r.id: r for r in load_rules()}
+    when = datetime(2019, 4, 23, 17, 39, 19)
+    lockup = Finding("kernel-soft-lockup", 0, 1, when, "tm-1", None, "", {"stuck": stuck})
+    assert onset(lockup, rules["kernel-soft-lockup"]) == when
+    heartbeat = Finding("taskmanager-heartbeat-timeout", 1, 5, when, "tm-1", None, "")
+    counts = {"kernel-soft-lockup": 1, "taskmanager-heartbeat-timeout": 1}
+    assert correlate([lockup, heartbeat], counts, rules)
+
+
 def test_block_offsets_number_lines_across_blocks():
     assert block_offsets({3: [(0, 10), (1000, 5), (2000, 7)]}) == {(3, 0): 0, (3, 1000): 10, (3, 2000): 15}
 

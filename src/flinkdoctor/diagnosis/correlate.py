@@ -31,16 +31,18 @@ class RootCause:
 
 
 def onset(finding: Finding, rule: Rule) -> datetime | None:
+    """When the condition a finding reports began: its time less the duration its rule's `onset` capture says
+    (a duration no calendar holds, or no number, is read as none: the finding's own time)."""
     if finding.time is None:
         return None
     if rule.onset and finding.captures.get(rule.onset):
-        try:
-            amount = float(finding.captures[rule.onset])
-        except ValueError:
-            return finding.time
         capture = rule.captures.get(rule.onset)
         unit = capture.unit if capture and capture.unit else "ms"
-        return finding.time - timedelta(milliseconds=amount * (1000 if unit == "s" else 1))
+        try:
+            amount = float(finding.captures[rule.onset])
+            return finding.time - timedelta(milliseconds=amount * (1000 if unit == "s" else 1))
+        except (ValueError, OverflowError):  # ("stuck for 99999999999999s", "nan")
+            return finding.time
     return finding.time
 
 

@@ -295,6 +295,7 @@ EVIDENCE = ("time", "sid", "line", "block", "first_rel", "host", "file", "row") 
 FILE_BATCH = 4_096  # a file's rows decoded at a time
 GROUPED = 65_536  # a file's WARN+ events held before they are grouped by message
 PENDING = 50_000  # distinct non-ASCII messages held for one Spark job of their masks
+WAITING = 65_536  # rows of groups that wait before they are merged with those so far (_Groups)
 CACHED = 20_000  # ASCII messages' templates remembered across files (the same WARN in every container's log)
 
 MaskedInSpark = Callable[[list[str]], list[str]]
@@ -330,20 +331,56 @@ def templates_of_files(
         by_source.setdefault(sid, []).append(line)
     known = {sid: np.array(found, dtype=np.int64) for sid, found in by_source.items()}
     cache: dict[str, str] = {}
-    merged = pending = None
+    merged, pending = _Groups(BY_TEMPLATE), None
     numbers = {path: n for n, path in enumerate(files)}
     read = partial(_templates_of_file, numbers=numbers, lines=lines, known=known, cache=cache)
     for found in _each_file(files, read):
         if found is None:
             return None
         masked, unmasked = found
-        merged = _merged(merged, masked, BY_TEMPLATE)
-        pending = _merged(pending, unmasked, BY_MESSAGE)
+        merged.add(masked)
+        pending = _merged(pending, unmasked, BY_MESSAGE)  # (at most PENDING groups: merged again per file)
         if pending is not None and pending.num_rows >= PENDING:
-            merged, pending = _merged(merged, _templated(pending, masked_in_spark), BY_TEMPLATE), None
+            merged.add(_templated(pending, masked_in_spark))
+            pending = None
     if pending is not None:
-        merged = _merged(merged, _templated(pending, masked_in_spark), BY_TEMPLATE)
-    return _chosen(merged, files) if merged is not None else []
+        merged.add(_templated(pending, masked_in_spark))
+    templates = merged.table()
+    return _chosen(templates, files) if templates is not None else []
+
+
+class _Groups:
+    """Tables of groups (_reduced's) merged into one as they come, in time linear in their rows: a table waits
+    until the waiting ones hold as many rows as the groups merged so far (at least WAITING), so each row is
+    merged again a bounded number of times on average. Merged as each came, a bundle's every file (one per
+    scan task) made the templates so far be grouped again: files x templates."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+        self.merged: pa.Table | None = None
+        self.waiting: list[pa.Table] = []
+        self.rows = 0  # the waiting tables' rows
+
+    def add(self, more: pa.Table) -> None:
+        if not more.num_rows:
+            return
+        self.waiting.append(more)
+        self.rows += more.num_rows
+        if self.rows >= max(WAITING, self.merged.num_rows if self.merged is not None else 0):
+            self._merge()
+
+    def table(self) -> pa.Table | None:
+        """Every group so far (None while there is none)."""
+        self._merge()
+        return self.merged
+
+    def _merge(self) -> None:
+        import pyarrow as pa
+
+        if self.waiting:
+            tables = [self.merged, *self.waiting] if self.merged is not None else self.waiting
+            self.merged = tables[0] if len(tables) == 1 else _reduced(pa.concat_tables(tables), self.keys)
+            self.waiting, self.rows = [], 0
 
 
 def _line_rows(blocks: Blocks, manifest: Manifest) -> list[tuple[int, int, int | None, int]]:
