@@ -541,3 +541,6 @@ def test_named_tuples_later_fields_and_user_sequences_are_masked_as_their_kind()
     assert scrub(plain) is plain
     assert scrub({"token": collections.UserString("Tk-Canary-28")})["token"] == collections.UserString(MASK)
     assert scrub({"token": collections.UserString("")})["token"] == collections.UserString("")  # unset: shown
+    assert scrub({collections.UserString("password"): "Pw-Canary-29"}) == {collections.UserString("password"): MASK}
+    setting = {"key": collections.UserString("s3.secret-key"), "value": "Sk-Canary-30"}
+    assert scrub(setting)["value"] == MASK

@@ -366,11 +366,11 @@ def _user_string(node: UserString, masked: str | None) -> UserString:
 
 def _scrub_items(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     items = list(pairs)
-    record_key = next((v for k, v in items if k == "key" and isinstance(v, str)), None)
+    record_key = next((str(v) for k, v in items if k == "key" and isinstance(v, (str, UserString))), None)
     secret_record = record_key is not None and is_sensitive(record_key)
     out = []
     for key, value in items:
-        if (secret_record and key in VALUE_FIELDS) or (isinstance(key, str) and is_sensitive(key)):
+        if (secret_record and key in VALUE_FIELDS) or (isinstance(key, (str, UserString)) and is_sensitive(str(key))):
             out.append((_scrub(key), _hidden(value)))
         else:
             out.append((_scrub(key), _scrub(value)))
