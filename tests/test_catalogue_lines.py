@@ -302,6 +302,18 @@ def test_a_frame_names_something_printable_and_ascii():
         assert not framed or TRACE.search((header + line).decode())
 
 
+def test_lines_all_empty_are_their_own_rests():
+    """catalogue._rests of lines with no bytes at all (hypothesis drew it once by chance: numpy then indexed an
+    empty buffer): each rest is its empty line."""
+    import numpy as np
+
+    from flinkdoctor.scan.catalogue import _binary, _rests
+
+    for count in (1, 3):
+        sizes = np.zeros(count, dtype=np.int64)
+        assert _rests(_binary(b"", np.zeros(count + 1, dtype=np.int64)), sizes).to_pylist() == [b""] * count
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.binary(max_size=40).map(lambda b: bytes(c for c in b if c != 10)), min_size=1, max_size=8), st.data()
