@@ -299,7 +299,7 @@ def test_the_files_templates_are_merged_in_time_linear_in_them(tmp_path):
     """Each file's templates wait, and are merged with those so far only once the waiting ones are as many: the
     rows grouped again stay a few times the rows read, however many files (one per scan task) a bundle has.
     Merged as each file came, 60 files of 40 distinct templates each grouped the rows again and again (files x
-    templates: 75,560); the answer is the same either way."""
+    templates: 77,960); the answer is the same either way."""
     manifest, blocks = manifest_and_blocks(tmp_path)
     row = {"sid": 0, "bundle": 0, "block": 0, "level": "WARN", "logger": "L", "repeats": 1, "time": 1}
     words = [a + b + c for a in string.ascii_lowercase for b in string.ascii_lowercase for c in "mnpqrstvwxz"]
