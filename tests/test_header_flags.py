@@ -70,6 +70,24 @@ def test_where_the_flag_is_sure_the_fields_regex_matches(parts, heads):
             assert match, (body, head, end)
 
 
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        (r"^a\s\s", "a\r\n"),  # two parts that take a line end, one after the other: `a` then `\r\n`
+        (r"^a\s(b)?", "a\n"),  # an optional part last: the `\s` before it ends the match on the line end
+    ],
+)
+def test_a_line_whose_end_the_header_takes_is_read_again(body, line):
+    """review16b's surviving mutants: the header test flags `line` but the fields' regex does not match it
+    without its end, so its last byte before the end must be in _unsure_ends' table (RE2 reads it again)."""
+    from flinkdoctor.scan.headers import _unsure_ends
+
+    table = _unsure_ends(body)
+    head = line.rstrip("\r\n")
+    assert _flags(body, [line]) == [True] and _fields_match(body, [head]) == [False]
+    assert table is not None and table[ord(head[-1])]
+
+
 def test_the_flag_is_sure_on_real_lines_of_every_layout():
     """On every real line and its look-alike variants (ASCII ones), with each line end: per layout the table
     holds; Flink's default layout's only unsure ending is `-` (its header's fields end `- `), and some layouts

@@ -205,6 +205,20 @@ def test_a_long_literals_bytes_compared_a_word_at_a_time_are_its_bytes(literal):
     assert got.tolist() == [line.find(literal) for line in lines]
     last = np.frombuffer(b"ab" + literal, dtype=np.uint8)  # the literal's last byte is the buffer's
     assert _first_places(last, np.array([0]), np.array([len(last)]), literal).tolist() == [2]
+    short = np.frombuffer(literal[:3], dtype=np.uint8)  # a buffer shorter than a word: no place, no error
+    assert _first_places(short, np.array([0]), np.array([len(short)]), literal).tolist() == [-1]
+
+
+def test_a_job_id_in_the_buffers_last_32_bytes_is_read():
+    """measure._windows reads a 32-byte record that ends on the buffer's last byte (review16b: one record
+    fewer raised an IndexError there)."""
+    import numpy as np
+
+    from flinkdoctor.scan.measure import _windows
+
+    job = b"0123456789abcdef0123456789abcdef"
+    data = np.frombuffer(b"for job " + job, dtype=np.uint8)
+    assert bytes(_windows(data, np.array([8]))[0]) == job
 
 
 def test_a_bytes_places_are_found_a_chunk_at_a_time_as_in_one_pass():
