@@ -135,14 +135,8 @@ def with_file_lines(events: DataFrame, blocks: Blocks, manifest: Manifest) -> Da
     table's block-relative numbers into file lines (scan.events.block_offsets), so the conversion can change alone."""
     from pyspark.sql import functions as F
 
-    spark = events.sparkSession
-    sources = {s.id: s for s in manifest.sources}
-    rows = [
-        (sid, block, sources[sid].fixed_line, sources[sid].line_offset + offset)
-        for (sid, block), offset in block_offsets(blocks).items()
-        if sid in sources
-    ]
-    table = keys_frame(spark, rows, "sid int, block long, fixed_line long, base long")
+    rows = _line_rows(blocks, manifest)
+    table = keys_frame(events.sparkSession, rows, "sid int, block long, fixed_line long, base long")
     joined = events.join(F.broadcast(table), ["sid", "block"], "left")
     line = F.coalesce(F.col("fixed_line"), F.coalesce(F.col("base"), F.lit(0)) + F.col("first_rel"))
     return joined.withColumn("line", line.cast("long")).drop("fixed_line", "base")
