@@ -1375,6 +1375,27 @@ def test_a_batchs_other_kinds_are_left_out_of_its_columns_as_if_never_read(keyed
     for name in ("metric", "kind", "job", "host"):
         assert columns.column(name).chunk(0).dictionary == alone.column(name).chunk(0).dictionary, name
     assert columns.column("job").chunk(0).dictionary.to_pylist() == [f"{k + 1:032x}" for k in range(3)]
+    assert columns.column("host").null_count == columns.num_rows  # (no source's host known, none on a line)
+    # a trigger or completion without a captured job takes its event's, else none; a source's known host fills
+    # the lines that name none
+    bulk = np.flatnonzero(~other)
+    uncaptured = file.column("c_job").to_pylist()
+    events = [None] * file.num_rows
+    uncaptured[bulk[0]] = uncaptured[bulk[1]] = None
+    events[bulk[0]] = "a" * 32
+    file = file.set_column(file.schema.get_field_index("c_job"), "c_job", pa.array(uncaptured, pa.string()))
+    file = file.set_column(file.schema.get_field_index("job"), "job", pa.array(events, pa.string()))
+    named = file.column("host").to_pylist()
+    last = int(np.flatnonzero(file.column("sid").to_numpy() == 1)[-1])
+    named[last] = "tm-9"  # (the line's own host first)
+    file = file.set_column(file.schema.get_field_index("host"), "host", pa.array(named, pa.string()))
+    manifest.sources[1].host = "tm-1"
+    _, columns = m._split_columnar(file, known, {}, manifest)
+    jobs, hosts = columns.column("job").to_pylist(), columns.column("host").to_pylist()
+    assert jobs[:3] == ["a" * 32, "unknown job", f"{1:032x}"]
+    sid = columns.column("sid").to_pylist()
+    assert [h for h, s in zip(hosts, sid, strict=True) if s == 1] == ["tm-1"] * (sid.count(1) - 1) + ["tm-9"]
+    assert {h for h, s in zip(hosts, sid, strict=True) if s != 1} == {None}
 
 
 @pytest.mark.unit

@@ -251,14 +251,18 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
     host_of: list[str | None] = [None] * (max(sources, default=0) + 1)
     for source in sources.values():
         host_of[source.id] = source.host
-    hosts = pc.coalesce(rows.column("host"), pa.array(host_of, pa.string()).take(pa.array(sid)))
-    job = pc.coalesce(capture("job"), rows.column("job"), pa.scalar("unknown job"))
+    hosts = only(rows.column("host"))  # (every source's host unknown: the line's or none, no per-row coalesce)
+    if any(host is not None for host in host_of):
+        hosts = pc.coalesce(hosts, only(pa.array(host_of, pa.string()).take(pa.array(sid))))
+    job = only(capture("job"))  # (a long run's every trigger and completion names its job: no per-row coalesce)
+    if job.null_count:
+        job = pc.coalesce(job, only(rows.column("job")), pa.scalar("unknown job"))
     metric = rows.column("metric").combine_chunks()
     columns = pa.table(
         {  # (the strings kept encoded from the rows kept: their dictionaries hold only those rows' values)
             "metric": pa.DictionaryArray.from_arrays(only(metric), [m.id for m in metrics]),
             "kind": pa.DictionaryArray.from_arrays(pa.array(side[bulk], pa.int32()), list(COLUMNAR)),
-            "job": pc.dictionary_encode(only(job)),
+            "job": pc.dictionary_encode(job),
             "checkpoint": only(_numbers(capture("checkpoint"), pa.int64(), int)),
             "time": only(rows.column("time")),
             "epoch_ms": only(_numbers(capture("epoch_ms"), pa.int64(), int)),
@@ -266,7 +270,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
             "bytes": only(_numbers(capture("bytes"), pa.int64(), int)),
             "sid": only(rows.column("sid")),
             "line": pa.array(line[bulk]),
-            "host": pc.dictionary_encode(only(hosts)),
+            "host": pc.dictionary_encode(hosts),
             "text": only(rows.column("line")),  # (a row of the measures' file: Texts reads the line)
         }
     )
