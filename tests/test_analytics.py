@@ -1336,6 +1336,69 @@ def test_other_kinds_are_decoded_only_from_the_row_groups_holding_them(tmp_path,
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("keyed", [False, True])
+def test_a_batchs_other_kinds_are_left_out_of_its_columns_as_if_never_read(keyed):
+    """A batch of the measures' file holding other kinds beside its triggers and completions gives the columns
+    of those alone (metrics._split_columnar leaves the others out of the columns it makes, not out of the batch:
+    copying its every string column was ~40 % of the split): the same values, and dictionaries that hold only
+    the kept rows' jobs and hosts, here where an other row comes first and names a job and a host no trigger or
+    completion names."""
+    import types
+    from functools import partial
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.analytics import metrics as m
+
+    known = m.load_metrics()
+    number = {metric.id: n for n, metric in enumerate(known)}
+    measures = _expiring_jobs(3)
+    file = _measures_file(measures, number, {x.sid: 0 for x in measures} if keyed else None)
+    other = m._sides(known)[file.column("metric").to_numpy()] < 0
+    first = int(np.flatnonzero(other)[0])
+    file = file.take(pa.array([first, *(k for k in range(file.num_rows) if k != first)]))
+    other = np.concatenate([[True], np.delete(other, first)])
+    for name, value in (("job", "f" * 32), ("host", "elsewhere")):  # (named by the other rows only)
+        file = file.set_column(file.schema.get_field_index(name), name, pa.array(np.where(other, value, None)))
+    for key in m.CAPTURED:  # (an other kind's captures are in its map: null in these columns, as written)
+        at = file.schema.get_field_index(f"c_{key}")
+        file = file.set_column(at, f"c_{key}", pc.if_else(pa.array(other), None, file.column(at)))
+    file = file.set_column(file.schema.get_field_index("line"), "line", pa.array(range(file.num_rows), pa.int64()))
+    source = partial(types.SimpleNamespace, host=None, fixed_line=None, line_map=None, line_offset=0)
+    manifest = types.SimpleNamespace(sources=[source(id=s) for s in {x.sid for x in measures}])
+    rest, columns = m._split_columnar(file, known, {}, manifest)
+    _, alone = m._split_columnar(file.filter(pa.array(~other)), known, {}, manifest)
+    assert rest.num_rows == 3 and columns.num_rows == file.num_rows - 3
+    assert columns.to_pylist() == alone.to_pylist()
+    for name in ("metric", "kind", "job", "host"):
+        assert columns.column(name).chunk(0).dictionary == alone.column(name).chunk(0).dictionary, name
+    assert columns.column("job").chunk(0).dictionary.to_pylist() == [f"{k + 1:032x}" for k in range(3)]
+    assert columns.column("host").null_count == columns.num_rows  # (no source's host known, none on a line)
+    # a trigger or completion without a captured job takes its event's, else none; a source's known host fills
+    # the lines that name none
+    bulk = np.flatnonzero(~other)
+    uncaptured = file.column("c_job").to_pylist()
+    events = [None] * file.num_rows
+    uncaptured[bulk[0]] = uncaptured[bulk[1]] = None
+    events[bulk[0]] = "a" * 32
+    file = file.set_column(file.schema.get_field_index("c_job"), "c_job", pa.array(uncaptured, pa.string()))
+    file = file.set_column(file.schema.get_field_index("job"), "job", pa.array(events, pa.string()))
+    named = file.column("host").to_pylist()
+    last = int(np.flatnonzero(file.column("sid").to_numpy() == 1)[-1])
+    named[last] = "tm-9"  # (the line's own host first)
+    file = file.set_column(file.schema.get_field_index("host"), "host", pa.array(named, pa.string()))
+    manifest.sources[1].host = "tm-1"
+    _, columns = m._split_columnar(file, known, {}, manifest)
+    jobs, hosts = columns.column("job").to_pylist(), columns.column("host").to_pylist()
+    assert jobs[:3] == ["a" * 32, "unknown job", f"{1:032x}"]
+    sid = columns.column("sid").to_pylist()
+    assert [h for h, s in zip(hosts, sid, strict=True) if s == 1] == ["tm-1"] * (sid.count(1) - 1) + ["tm-9"]
+    assert {h for h, s in zip(hosts, sid, strict=True) if s != 1} == {None}
+
+
+@pytest.mark.unit
 def test_read_ahead_keeps_the_order_and_raises_the_readers_error():
     """The next batch is read by a thread while this one is split (metrics._ahead): the batches come in their
     order, an error reading one is raised to the caller, and a caller that stops early leaves no thread."""

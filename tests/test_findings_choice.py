@@ -75,6 +75,42 @@ def test_choice_over_parts_is_the_choice_over_every_match(keep):
     assert merged.num_rows == sum(min(n, 2 * keep) for n in expected[0].values())  # a row once, even when both
 
 
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_dense_ranks_over_distinct_values_are_arrows_over_rows(chunks):
+    """_choose_exactly ranks each group column over its distinct values (_dense_ranks), not its rows: the ranks
+    are pc.rank's dense ones, nulls last, on strings (names first seen in no order), numbers and nulls; and the
+    choice's rows come in the groups' order of their values, not the order the names were first seen."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from flinkdoctor.diagnosis.findings import _choose_exactly, _dense_ranks
+
+    draw = random.Random(chunks)
+    names = ["task-failed", "checkpoint-expired", None, "job-restarting", "Zeta", "été", ""]
+    for values, kind in (
+        ([draw.choice(names) for _ in range(600)], pa.string()),
+        ([draw.choice([3, None, -1, 7, 0]) for _ in range(600)], pa.int64()),
+    ):
+        step = len(values) // chunks
+        column = pa.chunked_array([pa.array(values[k : k + step], kind) for k in range(0, len(values), step)])
+        expected = pc.rank(column, "ascending", tiebreaker="dense").to_numpy()
+        found = _dense_ranks(column)
+        assert found.dtype == expected.dtype and found.tolist() == expected.tolist()
+    rows = pa.table(
+        {
+            "rule": ["task-failed", "checkpoint-expired", "task-failed", "job-restarting"],
+            "sid": [0, 0, 0, 0],
+            "block": [0, 0, 0, 0],
+            "first_rel": [4, 3, 2, 1],
+            "at": pa.array([1, 1, 1, 1], pa.int64()),
+            "cnt": pa.array([1, 1, 1, 1], pa.int64()),
+        }
+    )
+    chosen = _choose_exactly(rows, ("rule",), 5)
+    assert chosen.column("rule").to_pylist() == ["checkpoint-expired", "job-restarting", "task-failed", "task-failed"]
+    assert chosen.column("first_rel").to_pylist() == [3, 1, 2, 4] and chosen.column("cnt").to_pylist() == [1, 1, 2, 0]
+
+
 def test_no_match_chooses_nothing():
     import pyarrow as pa
 
