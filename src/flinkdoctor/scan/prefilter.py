@@ -9,7 +9,8 @@ decides on those only, not on every kept text). Python's `re` (matcher.py) then 
 
 Per match Hyperscan reports its end offset; the event is the one that offset falls in. A match that starts in
 one event and ends in the next makes the next a candidate it may not be: the matcher sorts that out. No match
-inside an event is missed, so no event that a regex matches is skipped.
+inside an event is missed, so no event that a regex matches is skipped. A pattern whose matches can be read from
+another's (uncaught-exception's `...Exception: \\S` from `...Exception`'s ends) is not run: _derivations.
 """
 
 from __future__ import annotations
@@ -50,6 +51,25 @@ class Prefilter:
     # per signature, the patterns of its `message` regexes: the matcher tries such a regex on single lines only
     messages: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
     trigger: int | None = field(default=None, compare=False)  # the masks' trigger's pattern (None: not in the pass)
+    # the patterns the pass reads from others' matches (_derivations), and the database's own patterns: (number,
+    # pattern) with the derivations' triggers numbered after `patterns` (empty: every pattern, none derived)
+    derived: tuple[Derived, ...] = field(default=(), compare=False)
+    scanned: tuple[tuple[int, str], ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A pattern the pass does not run: its matches are read from those of `base`, which it runs (_derivations).
+    With `then`: the base's matches followed by the bytes `then` and one character of the class `last` (a
+    Python regex), ending after that character. Without: the base's own matches, unless a `triggers` pattern
+    matched in the part, a prefix that the pattern may start with and the base may not (then the pattern itself
+    is run over the part)."""
+
+    number: int
+    base: int
+    then: bytes | None = None
+    last: str | None = None
+    triggers: tuple[int, ...] = ()
 
 
 def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefilter:
@@ -76,9 +96,145 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
     trigger_pattern = _trigger_pattern()
     trigger = None if trigger_pattern is None else ids.setdefault(trigger_pattern, len(words) + len(ids))
     patterns = tuple(re.escape(word) for word in words) + tuple(sorted(ids, key=ids.__getitem__))
+    kept = {len(words) + n for n in range(len(ids))} - {p for ps in messages for p in ps} - {trigger}
+    derived, scanned = _derivations(patterns, sorted(kept))
     return Prefilter(
-        patterns, tuple(signatures), words, serialized(patterns), messages=tuple(messages), trigger=trigger
+        patterns,
+        tuple(signatures),
+        words,
+        serialized(tuple(p for _, p in scanned), ids=[n for n, _ in scanned]),
+        messages=tuple(messages),
+        trigger=trigger,
+        derived=derived,
+        scanned=scanned,
     )
+
+
+LINE_START = "(?:(?m:^)|\\x{0})"  # a `^` or `\A` regex's start as patterns.py writes it (whole_text)
+_CHAR = r"(?:\\x\{[0-9a-f]+\}|[0-9A-Za-z_ ])"  # one character as patterns.py writes it (_char)
+_FOLLOW = re.compile(rf"({_CHAR}+)(\[(?:{_CHAR}|-)+\])")  # literal characters, then a class of one
+_NEWLINE_LAST = "(?:\\r?\\x{a})"  # a newline (the bytes may put a carriage return before it), patterns.py's
+
+
+def _derivations(
+    patterns: tuple[str, ...], eligible: list[int]
+) -> tuple[tuple[Derived, ...], tuple[tuple[int, str], ...]]:
+    """The patterns of `eligible` the pass can read from another's matches instead of running them, and the
+    patterns it runs (number, pattern). Hyperscan's cost is per pattern verified after a literal: a rule that
+    writes the same exception line several ways (uncaught-exception's six: 0.07 of a lab part's 0.31 s pass)
+    costs each time. Two forms, both exact (every match's end the same as the pattern's own):
+    - `B` + literal characters + a class of one (`...Exception: \\S` after `...Exception`): the base B's ends
+      followed by those bytes and such a character;
+    - `^(?:A1|A2|...)?R` beside `^R` (`\\A(?:@\\S++ |<a date line>)?...` as the pass writes `\\A`: any line
+      start): an alternative ending in a newline adds no end (after it `^R` matches from the next line's start);
+      any other adds ends only where `^` + its first character is found, a trigger run in the pass: when none
+      matched in a part, the pattern's ends are ^R's.
+    Only patterns no `message` regex and no other use reads (their matches' lines are read: _message_tries) are
+    derived, and only from patterns the pass runs."""
+    derived: dict[int, Derived] = {}
+    bases: set[int] = set()
+    triggers: dict[str, int] = {}
+    for number in eligible:
+        pattern = patterns[number]
+        for base in eligible:
+            if base == number or base in derived or number in bases:
+                continue
+            follow = _follow(pattern, patterns[base])
+            if follow is not None:
+                derived[number] = Derived(number, base, *follow)
+            else:
+                alternatives = _optional_prefix(pattern, patterns[base])
+                if alternatives is None:
+                    continue
+                found = [
+                    triggers.setdefault(LINE_START + _first_atom(a), len(patterns) + len(triggers))
+                    for a in alternatives
+                    if a and not _ends_in_newline(a)
+                ]
+                derived[number] = Derived(number, base, triggers=tuple(found))
+            bases.add(base)
+            break
+    scanned = [(n, p) for n, p in enumerate(patterns) if n not in derived]
+    scanned += [(n, t) for t, n in triggers.items()]
+    return tuple(derived.values()), tuple(scanned)
+
+
+def _follow(pattern: str, base: str) -> tuple[bytes, str] | None:
+    """(bytes, class) when `pattern` is `base` followed by literal characters and a class of one character."""
+    if not pattern.startswith(base) or not base or base[-1] not in ")]}" and not base[-1].isalnum():
+        return None
+    follow = _FOLLOW.fullmatch(pattern[len(base) :])
+    if follow is None:
+        return None
+    then = "".join(_unescaped(c) for c in re.findall(_CHAR, follow[1])).encode("utf-8")
+    return then, re.sub(r"\\x\{([0-9a-f]+)\}", lambda m: f"\\U{int(m[1], 16):08x}", follow[2])
+
+
+def _unescaped(char: str) -> str:
+    return chr(int(char[3:-1], 16)) if char.startswith("\\x{") else char
+
+
+def _optional_prefix(pattern: str, base: str) -> list[str] | None:
+    """The alternatives A1, A2... when `pattern` is `^(?:A1|A2|...){0,1}R` and `base` is `^R` (^: LINE_START)."""
+    if not (base.startswith(LINE_START) and pattern.startswith(LINE_START + "(?:") and len(pattern) > len(base)):
+        return None
+    rest = base[len(LINE_START) :]
+    if not pattern.endswith(rest) or not pattern[: len(pattern) - len(rest)].endswith("){0,1}"):
+        return None
+    group = pattern[len(LINE_START) : len(pattern) - len(rest) - len("{0,1}")]
+    parts = _group_of(group)
+    while parts is not None and len(parts) == 1 and _group_of(parts[0]) is not None:  # (?:(?:A|B)): its A, B
+        parts = _group_of(parts[0])
+    return parts
+
+
+def _group_of(text: str) -> list[str] | None:
+    """The alternatives of `text` when it is one group `(?:...)`, else None."""
+    if not text.startswith("(?:") or not text.endswith(")") or _top_level(text[3:-1]) is None:
+        return None
+    return _top_level(text[3:-1])
+
+
+def _top_level(text: str) -> list[str] | None:
+    """`text` split at its `|` outside groups and classes (None: its groups do not balance)."""
+    parts, depth, start, at, in_class = [], 0, 0, 0, False
+    while at < len(text):
+        char = text[at]
+        if char == "\\":
+            at += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == "|" and depth == 0:
+            parts.append(text[start:at])
+            start = at + 1
+        at += 1
+    return parts + [text[start:]] if depth == 0 and not in_class else None
+
+
+def _ends_in_newline(alternative: str) -> bool:
+    """Whether every match of the alternative ends with a newline: its last item, at its top level, is one."""
+    if not alternative.endswith(_NEWLINE_LAST):
+        return False
+    head = alternative[: -len(_NEWLINE_LAST)]
+    return _top_level(head) == [head]
+
+
+def _first_atom(alternative: str) -> str:
+    """The alternative's first character when it is one not repeated (a match of it starts with that character),
+    else the whole alternative."""
+    first = re.match(_CHAR, alternative)
+    if first is None or alternative[first.end() : first.end() + 1] == "{":
+        return alternative
+    return first[0]
 
 
 def _trigger_pattern() -> str | None:
@@ -109,7 +265,8 @@ class Hits:
     events: int
     by_pattern: dict[int, Positions]
     level_words: Positions
-    # every match of a signature's pattern: its pattern and the offset just past its last byte (prefilter order)
+    # every match of a signature's pattern: its pattern and the offset just past its last byte, by that offset
+    # (the pass's order; a derived pattern's among them: _derived)
     which: Positions | None = None
     stop: Positions | None = None
 
@@ -162,23 +319,125 @@ def scan(
         of_end(stop)
 
     bounds = [int(begin[0]), len(data)] if files is None else [*files.tolist(), len(data)]
-    shifts, counts = [], []  # each scanned file's offset in `data`, and its matches (their ends are in the file)
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        if hi > lo:
-            found = len(ends)
-            compiled.scan(data.data[lo:hi], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
-            shifts.append(lo)
-            counts.append(len(ends) - found)
-    if not ids:
+    segments = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]  # the files scanned
+    which, stop, last = _pass(compiled, data, segments)
+    if prefilter.derived:
+        which, stop = _derived(prefilter, data, segments, which, stop, last)
+    if not len(which):
         return Hits(n, {}, none)
-    which = np.array(ids, dtype=np.int64)
-    stop = np.array(ends, dtype=np.int64) + np.repeat(np.array(shifts, dtype=np.int64), counts)
     event = np.searchsorted(begin, stop - 1, side="right") - 1  # the event holding the match's last byte
     words = which < len(prefilter.words)
     level_words = distinct(event[words & (stop <= first_line_end[event])])
     hits = _hits(n, which[~words], event[~words], level_words)
     hits.which, hits.stop = which[~words], stop[~words]
     return hits
+
+
+def _pass(
+    compiled: hyperscan.Database, data: Bytes, segments: list[tuple[int, int]]
+) -> tuple[Positions, Positions, Positions]:
+    """Every match in the segments [lo, hi) of `data`, each scanned on its own: its pattern, the offset just
+    past its last byte, and the end of its segment."""
+    import numpy as np
+
+    ids: list[int] = []
+    ends: list[int] = []
+
+    def on_match(  # (once per match: the fewest operations, each list's append bound once)
+        pattern_id: int,
+        start: int,
+        stop: int,
+        flags: int,
+        context: object,
+        of_pattern: Callable[[int], None] = ids.append,
+        of_end: Callable[[int], None] = ends.append,
+    ) -> None:
+        of_pattern(pattern_id)
+        of_end(stop)
+
+    counts = []  # each segment's matches (their ends are in the segment)
+    for lo, hi in segments:
+        found = len(ends)
+        compiled.scan(data.data[lo:hi], match_event_handler=on_match)  # type: ignore[type-var]  # stub: str|bytes; any buffer scans
+        counts.append(len(ends) - found)
+    which = np.array(ids, dtype=np.int64)
+    stop = np.array(ends, dtype=np.int64) + np.repeat(np.array([lo for lo, _ in segments], dtype=np.int64), counts)
+    last = np.repeat(np.array([hi for _, hi in segments], dtype=np.int64), counts)
+    return which, stop, last
+
+
+def _derived(
+    prefilter: Prefilter,
+    data: Bytes,
+    segments: list[tuple[int, int]],
+    which: Positions,
+    stop: Positions,
+    last: Positions,
+) -> tuple[Positions, Positions]:
+    """The pass's matches with the derived patterns' (Derived) among them, in the order of their ends, as the
+    pass gives its own, and without the derivations' triggers."""
+    import numpy as np
+
+    triggered = which >= len(prefilter.patterns)
+    fired = bool(triggered.any())
+    exact = [d.number for d in prefilter.derived if d.triggers] if fired else []
+    found_which, found_stop = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    if exact:  # a prefix a derivation cannot read: those patterns run over the part themselves
+        ran, ran_stop, _ = _pass(_compiled_alone(tuple(prefilter.patterns[d] for d in exact)), data, segments)
+        found_which.append(np.array(exact, dtype=np.int64)[ran])
+        found_stop.append(ran_stop)
+    for d in prefilter.derived:
+        if d.number not in exact:
+            at = which == d.base
+            ends = stop[at] if d.then is None else _followed(data, stop[at], last[at], d.then, d.last or "")
+            found_which.append(np.full(len(ends), d.number, dtype=np.int64))
+            found_stop.append(ends)
+    if fired:
+        which, stop = which[~triggered], stop[~triggered]
+    more_which, more_stop = np.concatenate(found_which), np.concatenate(found_stop)
+    order = np.argsort(more_stop, kind="stable")
+    at = np.searchsorted(stop, more_stop[order], side="right")
+    return np.insert(which, at, more_which[order]), np.insert(stop, at, more_stop[order])
+
+
+@lru_cache(maxsize=4)
+def _compiled_alone(patterns: tuple[str, ...]) -> hyperscan.Database:
+    """The derived patterns themselves, each reported by its position, compiled in this process when a part
+    needs them (a trigger matched: rare)."""
+    database = compile_patterns(patterns)
+    assert database is not None
+    return database
+
+
+def _followed(data: Bytes, ends: Positions, last: Positions, then: bytes, one: str) -> Positions:
+    """The ends of the matches that continue each of `ends` with the bytes `then` and one character of the class
+    `one` (up to their segment's end, `last`): the offset just past that character."""
+    import numpy as np
+
+    size = len(then)
+    ok = ends + size < last  # room for `then` and a character's first byte
+    for at, byte in enumerate(then):
+        ok[ok] = data[ends[ok] + at] == byte
+    lead = np.zeros(len(ends), dtype=np.int64)
+    lead[ok] = data[ends[ok] + size]
+    table = np.array([re.fullmatch(one, chr(b)) is not None for b in range(128)])
+    ascii_ = ok & (lead < 0x80)
+    ascii_[ascii_] = table[lead[ascii_]]
+    out = ends[ascii_] + size + 1
+    wide = np.flatnonzero(ok & (lead >= 0x80))  # a character of several bytes (the data is valid UTF-8)
+    if len(wide):
+        more = []
+        for at in wide.tolist():
+            start = int(ends[at]) + size
+            width = 2 if lead[at] < 0xE0 else 3 if lead[at] < 0xF0 else 4
+            try:
+                char = bytes(data[start : start + width]).decode("utf-8")
+            except UnicodeDecodeError:  # (not UTF-8: Hyperscan's matches are not defined on it)
+                continue
+            if start + width <= last[at] and len(char) == 1 and re.fullmatch(one, char):
+                more.append(start + width)
+        out = np.sort(np.concatenate([out, np.array(more, dtype=np.int64)]))
+    return out
 
 
 def distinct(values: Positions) -> Positions:
@@ -257,13 +516,14 @@ def _scan_re2(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_en
 
 def database(prefilter: Prefilter) -> hyperscan.Database | None:
     """The prefilter's database in this process (None without Hyperscan)."""
-    return _loaded(prefilter.patterns, prefilter.compiled)
+    scanned = prefilter.scanned or tuple(enumerate(prefilter.patterns))
+    return _loaded(tuple(p for _, p in scanned), tuple(n for n, _ in scanned), prefilter.compiled)
 
 
 @lru_cache(maxsize=4)
-def _loaded(patterns: tuple[str, ...], compiled: bytes | None) -> hyperscan.Database | None:
+def _loaded(patterns: tuple[str, ...], ids: tuple[int, ...], compiled: bytes | None) -> hyperscan.Database | None:
     """Loaded from the bytes the driver compiled (once per worker process), else compiled here (a worker on
-    another platform, or a prefilter built without them)."""
+    another platform, or a prefilter built without them), each pattern reported by its id."""
     if compiled is not None:
         import hyperscan
 
@@ -273,34 +533,38 @@ def _loaded(patterns: tuple[str, ...], compiled: bytes | None) -> hyperscan.Data
             return database
         except hyperscan.error:
             pass
-    return compile_patterns(patterns)
+    return compile_patterns(patterns, ids)
 
 
-def serialized(patterns: tuple[str, ...], name: str = "hyperscan-rules") -> bytes | None:
-    """The patterns' database compiled and serialized, kept in the user's state folder by a digest of the
-    patterns (compiling the rules' takes a third of a second, a catalogue's many seconds); None without
-    Hyperscan."""
+def serialized(
+    patterns: tuple[str, ...], name: str = "hyperscan-rules", ids: Sequence[int] | None = None
+) -> bytes | None:
+    """The patterns' database compiled and serialized (each pattern reported by its `ids`, default its
+    position), kept in the user's state folder by a digest of the patterns and ids (compiling the rules' takes
+    a third of a second, a catalogue's many seconds); None without Hyperscan."""
     try:
         import hyperscan
     except ImportError:
         return None
-    key = hashlib.sha256("\0".join(patterns).encode("utf-8")).hexdigest()[:32]
+    named = patterns if ids is None else (*patterns, *map(str, ids))
+    key = hashlib.sha256("\0".join(named).encode("utf-8")).hexdigest()[:32]
     found = cached(name, key)
     if isinstance(found, bytes):
         return found
-    compiled = hyperscan.dumpb(compiled_with_modes(patterns)[0])
+    compiled = hyperscan.dumpb(compiled_with_modes(patterns, ids)[0])
     store(name, key, compiled)
     return compiled
 
 
-def compile_patterns(patterns: tuple[str, ...]) -> hyperscan.Database | None:
-    """The patterns compiled for Hyperscan's block mode (None without Hyperscan). A pattern Hyperscan cannot
-    compile exactly is compiled in its prefilter mode (a superset of its matches, which is all the pass needs)."""
+def compile_patterns(patterns: tuple[str, ...], ids: Sequence[int] | None = None) -> hyperscan.Database | None:
+    """The patterns compiled for Hyperscan's block mode, each reported by its `ids` (default: its position; None
+    without Hyperscan). A pattern Hyperscan cannot compile exactly is compiled in its prefilter mode (a superset
+    of its matches, which is all the pass needs)."""
     try:
         import hyperscan  # noqa: F401 (only whether it is there)
     except ImportError:
         return None
-    return compiled_with_modes(patterns)[0]
+    return compiled_with_modes(patterns, ids)[0]
 
 
 def compiled_with_modes(

@@ -1415,17 +1415,14 @@ def _matches(
 
 def _matched_lists(n: int, rule_rows: Positions, matched: dict[int, list[Hit]]) -> pa.ListArray:
     """The matches' list array (_matches_type) of `n` rows from Matcher.match_rows' hits (keyed by position in
-    `rule_rows`): built from its columns (rule, captures' keys and values, idx), not from a dict per hit."""
+    `rule_rows`): _sparse_lists' rows, its items built from their columns (rule, captures' keys and values, idx),
+    not from a dict per hit."""
     import numpy as np
     import pyarrow as pa
 
     kind = _matches_type()
-    at = sorted(matched)
-    hits = [hit for k in at for hit in matched[k]]
-    sizes = np.zeros(n, dtype=np.int32)
-    sizes[rule_rows[at]] = [len(matched[k]) for k in at]
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(sizes, out=offsets[1:])
+    lists = {int(rule_rows[k]): matched[k] for k in sorted(matched)}  # (rule_rows ascend: in row order)
+    hits = [hit for found in lists.values() for hit in found]
     counts = np.fromiter((len(captures) for _, captures, _ in hits), dtype=np.int32, count=len(hits))
     bounds = np.zeros(len(hits) + 1, dtype=np.int32)
     np.cumsum(counts, out=bounds[1:])
@@ -1440,12 +1437,15 @@ def _matched_lists(n: int, rule_rows: Positions, matched: dict[int, list[Hit]]) 
         ],
         fields=list(struct),
     )
-    return pa.ListArray.from_arrays(pa.array(offsets), entries, type=kind)
+    return _sparse_lists(n, lists, kind, entries)
 
 
-def _sparse_lists(n: int, lists: Mapping[int, Sequence[object]], kind: pa.ListType) -> pa.ListArray:
+def _sparse_lists(
+    n: int, lists: Mapping[int, Sequence[object]], kind: pa.ListType, items: pa.Array | None = None
+) -> pa.ListArray:
     """A list array of `n` rows, empty but for the rows in `lists`: from offsets, not from n Python lists (most
-    rows of a production part hold none)."""
+    rows of a production part hold none). `items`: the lists' items in row order as an array already (else
+    made from `lists`)."""
     import numpy as np
     import pyarrow as pa
 
@@ -1454,8 +1454,9 @@ def _sparse_lists(n: int, lists: Mapping[int, Sequence[object]], kind: pa.ListTy
     sizes[rows] = [len(lists[row]) for row in rows]
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(sizes, out=offsets[1:])
-    values = pa.array([value for row in rows for value in lists[row]], type=kind.value_type)
-    return pa.ListArray.from_arrays(pa.array(offsets), values, type=kind)
+    if items is None:
+        items = pa.array([value for row in rows for value in lists[row]], type=kind.value_type)
+    return pa.ListArray.from_arrays(pa.array(offsets), items, type=kind)
 
 
 def _matches_type() -> pa.ListType:
