@@ -242,10 +242,11 @@ def test_a_bytes_places_are_found_a_chunk_at_a_time_as_in_one_pass():
 
 
 @pytest.mark.parametrize("few_lines", [0, 10**9])  # the groups taken by RE2, then by Python's `re`
-def test_the_captures_of_the_measures_just_built_are_the_maps_own(monkeypatch, few_lines):
-    """measure.captured (what measured.flat_rows reads instead of looking the maps up again): per key, each
-    measure's capture in the list's order, the same as the maps' lookup (measured._looked_up), for the measures
-    `measures` built last only: not for earlier ones, a slice of them or a copy (None: the caller looks up)."""
+def test_the_captures_beside_the_measures_are_the_maps_own(monkeypatch, few_lines):
+    """Measures.captured (what measured.flat_rows reads beside a batch instead of looking its maps up again): per
+    key, each measure's capture in the list's order, the same as the maps' lookup (measured._looked_up); and
+    the maps of only some rows (Measures.lists) or measures (Measures.maps): those rows' maps, the others
+    empty, every other field the same."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -258,22 +259,20 @@ def test_the_captures_of_the_measures_just_built_are_the_maps_own(monkeypatch, f
     metrics = {n: (n, m.line, "") for n, m in enumerate(load_metrics())}
     keys = ("job", "checkpoint", "epoch_ms", "duration_ms", "bytes", "key", "none")
     texts = events()
-
-    def built(texts: list[str]) -> pa.ListArray:
-        rows = np.arange(len(texts))
-        return measure.measures(metrics, pa.array(texts), dict.fromkeys(metrics, rows), rows)
-
-    def looked_up(lists: pa.ListArray) -> dict[str, list]:
-        return {k: v.to_pylist() for k, v in _looked_up(pc.list_flatten(lists).field("captures"), keys).items()}
-
-    first = built(texts)
-    want = looked_up(first)
+    rows = np.arange(len(texts))
+    built = measure.measures(metrics, pa.array(texts), dict.fromkeys(metrics, rows), rows)
+    whole = built.lists()
+    flat = pc.list_flatten(whole)
+    want = {k: v.to_pylist() for k, v in _looked_up(flat.field("captures"), keys).items()}
     assert len(want["job"]) > 100 and len({tuple(v is None for v in want[k]) for k in keys}) >= 3  # kinds mixed
-    found = measure.captured(first, keys)
-    assert found is not None and {k: v.to_pylist() for k, v in found.items()} == want
-    second = built(texts[1:])
-    assert measure.captured(first, keys) is None  # (built before the last)
-    assert measure.captured(second.slice(1), keys) is None
-    assert measure.captured(second.take(pa.array(np.arange(len(second)))), keys) is None
-    found = measure.captured(second, keys)
-    assert found is not None and {k: v.to_pylist() for k, v in found.items()} == looked_up(second)
+    assert {k: v.to_pylist() for k, v in built.captured(keys).items()} == want
+    maps = flat.field("captures").to_pylist()
+    assert built.maps().to_pylist() == maps and sum(map(bool, maps)) > 100
+    rng = np.random.default_rng(5)
+    wanted = rng.random(len(flat)) < 0.3
+    assert built.maps(wanted).to_pylist() == [m if w else [] for m, w in zip(maps, wanted, strict=True)]
+    chosen = rng.random(len(texts)) < 0.3
+    some = built.lists(chosen).to_pylist()
+    for row, (measures, every) in enumerate(zip(some, whole.to_pylist(), strict=True)):
+        assert measures == [{**m, "captures": m["captures"] if chosen[row] else []} for m in every]
+    assert measure.measures(metrics, pa.array(["x"]), {}, np.arange(1)).lists().to_pylist() == [[]]

@@ -432,3 +432,35 @@ def test_digits_read_as_the_regexes_say():
         canonical = ~regex("^0") | (length == 1)
         found = _digits(sliced, canonical=True)
         assert [f.tolist() for f in found] == [digits.tolist(), canonical.tolist(), null.tolist()]
+
+
+def test_the_task_takes_the_captures_beside_its_batches(rules, tmp_path, monkeypatch):
+    """A task (scanner.run) writes its measured rows from the measures each batch was built from (scanner.Kept:
+    their captures as RE2 gave them, never looked up in the batch's maps: _looked_up fails here), and builds
+    the captures' maps only for the rows its events file keeps: both files as the rows and events of the plain
+    batches (every map built, the captures looked up) give them, on a real lab JobManager log."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from test_task_files import _task
+
+    from flinkdoctor.scan import measured, scanner
+    from flinkdoctor.scan.times import with_time
+
+    def looked_up(*args):
+        raise AssertionError("the task looked its captures up in the maps")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(measured, "_looked_up", looked_up)
+        matcher, tasks, spec = _task(rules, tmp_path, "checkpoint-timeout.tar.gz", "standalonesession")
+    found = [scanner.scan_part(part, matcher.prefilter, matcher, True) for part in tasks[0]]
+    batches = [out for outs in found for out in outs if not isinstance(out, scanner.PartStats)]
+    layout = tasks[0][0].layout
+    rows = pa.concat_tables([r for b in batches if (r := measured.flat_rows(b, spec, layout)[0]) is not None])
+    written = pq.read_table(tmp_path / "measures" / "part-00000.parquet")
+    assert written.to_pylist() == rows.to_pylist() and written.num_rows > 50
+    kinds = {spec.kinds[m] for m in written.column("metric").to_pylist()}
+    assert {"checkpoint-trigger", "config-property"} <= kinds  # (columns, and maps written)
+    events = pa.Table.from_batches([with_time(scanner._events_rows(b, True), layout, spec) for b in batches])
+    mapped = [m for ms in events.column("measures").to_pylist() for m in ms if m["captures"]]
+    assert pq.read_table(tmp_path / "events" / "part-00000.parquet").to_pylist() == events.to_pylist()
+    assert len(mapped) >= 1  # (a row the events file keeps, with its measures' maps)

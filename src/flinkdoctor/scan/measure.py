@@ -43,11 +43,12 @@ WORD = 8  # bytes of a literal compared at once (_first_places)
 
 def measures(
     metrics: dict[int, tuple[int, str, str]], text: pa.Array, found: dict[int, Positions], rows: Positions
-) -> pa.ListArray:
-    """Per row of `text` (the kept events), its measures (MEASURES as an Arrow list array). `metrics`: signature
-    number -> (metric position, line regex, its longest literal); `found`: signature number -> candidate events;
-    `rows`: per event, its row in `text` (-1: not in it). The lines are cut from the texts' bytes where they are
-    (_Lines), and each measure's line and captures copied once, in the list's order (_in_order)."""
+) -> Measures:
+    """The measures of the rows of `text` (the kept events): Measures.lists gives them as an Arrow list array
+    (MEASURES). `metrics`: signature number -> (metric position, line regex, its longest literal); `found`:
+    signature number -> candidate events; `rows`: per event, its row in `text` (-1: not in it). The lines are cut
+    from the texts' bytes where they are (_Lines), and each measure's line and captures copied once, in the list's
+    order (_in_order)."""
     import numpy as np
     import pyarrow as pa
 
@@ -69,77 +70,94 @@ def measures(
         if len(cand):
             pieces.append(_measured(position, regex, lines, cand if every else np.searchsorted(wanted, cand)))
     pieces = [p for p in pieces if len(p.rows)]
-    _BUILT.clear()
     if not pieces:
-        empty = pa.array(np.zeros(len(text) + 1, dtype=np.int32))  # offsets: no row holds a measure
-        return pa.ListArray.from_arrays(empty, pa.array([], type=measures_type().value_type), type=measures_type())
+        return Measures.none(len(text))
     row = np.concatenate([p.rows for p in pieces])
     idx = np.concatenate([p.idx for p in pieces])
     metric = np.concatenate([np.full(len(p.rows), p.position, dtype=np.int32) for p in pieces])
     order = np.lexsort((metric, idx, row))  # by event, then line, then metric: the order Python's loop gave
-    row = row[order]  # (of the texts read)
-    begin = np.concatenate([p.begin for p in pieces])[order]
-    end = np.concatenate([p.end for p in pieces])[order]
-    jobs = _jobs(lines.large, row)
-    if not every:
-        row = wanted[row]
-    struct = pa.StructArray.from_arrays(
-        [
-            pa.array(metric[order], pa.int32()),
-            pa.array(idx[order], pa.int32()),
-            spans(lines.data, begin, end),
-            _in_order(pieces, order),
-            jobs,
-        ],
-        fields=list(measures_type().value_type),
-    )
-    offsets = np.zeros(len(text) + 1, dtype=np.int32)
-    np.cumsum(np.bincount(row, minlength=len(text)), out=offsets[1:])
-    built = pa.ListArray.from_arrays(pa.array(offsets), struct, type=measures_type())
-    _BUILT.append(_Built(built, pieces, order))
-    return built
+    local = row[order]  # (rows of the texts read)
+    at = local if every else wanted[local]
+    return Measures(len(text), pieces, order, at, local, metric[order], idx[order], lines)
 
 
 @dataclass(frozen=True)
-class _Built:
-    """The measures `measures` built last, with what they were built from: their captures per group, one piece
-    (metric) after the other, and the measures' order among the pieces' lines."""
+class Measures:
+    """A batch's measures (one row per kept event) with what they were built from: the pieces (one per metric:
+    its lines, their bytes in `lines`' buffer, its groups as RE2 or `re` gave them), the measures' order among the
+    pieces' lines, each measure's row. The task that writes the measured rows takes their captures from here
+    (`captured`, `maps`) beside the batch, not looked up in the batch's maps again (measured.flat_rows)."""
 
-    lists: pa.ListArray  # (held: while it lives no other array has its buffers)
+    n: int  # the rows (kept events)
     pieces: list[_Piece]
-    order: Positions
+    order: Positions  # (positions among the pieces' lines, one piece after the other)
+    row: Positions  # each measure's row, ascending
+    local: Positions  # each measure's row among the texts read (`lines`)
+    metric: npt.NDArray[np.int32]  # each measure's metric (position)
+    idx: Positions  # each measure's line's index in its event
+    lines: _Lines  # the texts the pieces' bytes are in
 
+    @classmethod
+    def none(cls, n: int) -> Measures:
+        """No measures for `n` rows."""
+        import numpy as np
+        import pyarrow as pa
 
-_BUILT: list[_Built] = []  # the last batch's (the task writes its measured rows right after: measured.flat_rows)
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(n, [], empty, empty, empty, np.zeros(0, dtype=np.int32), empty, _Lines.of(pa.array([], pa.string())))
 
+    @cached_property
+    def _fields(self) -> list[pa.Array]:
+        """metric, idx, line and job of each measure, in order (built once, for `lists` and `maps` alike)."""
+        import numpy as np
+        import pyarrow as pa
 
-def captured(lists: pa.ListArray, keys: tuple[str, ...]) -> dict[str, pa.Array] | None:
-    """Per key, each measure's capture of that name (null: its metric has no such group, or the group took no
-    part), in the order of the measures `lists` holds (flattened), when `lists` is the array `measures` built
-    last (the same buffers): taken from the pieces' groups as RE2 gave them, not looked up in the maps again
-    (measured._looked_up: the same values). None for any other array (a slice, a filtered batch, a test's)."""
-    import pyarrow as pa
-
-    if not _BUILT or not _same(lists, _BUILT[0].lists):
-        return None
-    pieces, order = _BUILT[0].pieces, pa.array(_BUILT[0].order)
-    found = {}
-    for key in keys:
-        values = [
-            p.values[p.names.index(key)].cast(pa.string()) if key in p.names else pa.nulls(len(p.rows), pa.string())
-            for p in pieces
+        begin = np.concatenate([p.begin for p in self.pieces])[self.order]
+        end = np.concatenate([p.end for p in self.pieces])[self.order]
+        return [
+            pa.array(self.metric, pa.int32()),
+            pa.array(self.idx, pa.int32()),
+            spans(self.lines.data, begin, end),
+            _jobs(self.lines.large, self.local),
         ]
-        found[key] = pa.concat_arrays(values).take(order)
-    return found
 
+    def lists(self, rows: Flags | None = None) -> pa.ListArray:
+        """Per row, its measures (MEASURES). `rows`: only these rows' measures get their captures' maps (the
+        others' are empty: rows nobody reads, such as those the events file leaves out); None: every row's."""
+        import numpy as np
+        import pyarrow as pa
 
-def _same(a: pa.Array, b: pa.Array) -> bool:
-    """Whether two arrays are one: the same length, offset and buffers (Arrow's buffers do not change)."""
-    return (
-        len(a) == len(b)
-        and a.offset == b.offset
-        and [x and x.address for x in a.buffers()] == [x and x.address for x in b.buffers()]
-    )
+        offsets = np.zeros(self.n + 1, dtype=np.int32)
+        if not self.pieces:
+            return pa.ListArray.from_arrays(
+                pa.array(offsets), pa.array([], type=measures_type().value_type), type=measures_type()
+            )
+        np.cumsum(np.bincount(self.row, minlength=self.n), out=offsets[1:])
+        metric, idx, line, job = self._fields
+        maps = self.maps(None if rows is None else rows[self.row])
+        struct = pa.StructArray.from_arrays([metric, idx, line, maps, job], fields=list(measures_type().value_type))
+        return pa.ListArray.from_arrays(pa.array(offsets), struct, type=measures_type())
+
+    def maps(self, wanted: Flags | None = None) -> pa.MapArray:
+        """Each measure's captures (the groups that took part, in their order), in the list's order (flattened);
+        `wanted`: only these measures' (the others' maps empty), None: every one's."""
+        return _in_order(self.pieces, self.order, wanted)
+
+    def captured(self, keys: tuple[str, ...]) -> dict[str, pa.Array]:
+        """Per key, each measure's capture of that name (null: its metric has no such group, or the group took no
+        part), in the list's order (flattened): the pieces' groups as RE2 gave them, one take per key (what
+        looking each key up in the maps gives: measured._looked_up)."""
+        import pyarrow as pa
+
+        found = {}
+        order = pa.array(self.order)
+        for key in keys:
+            values = [
+                p.values[p.names.index(key)].cast(pa.string()) if key in p.names else pa.nulls(len(p.rows), pa.string())
+                for p in self.pieces
+            ]
+            found[key] = pa.concat_arrays(values).take(order) if values else pa.array([], pa.string())
+        return found
 
 
 @dataclass(frozen=True)
@@ -275,9 +293,10 @@ def _rstripped(data: Bytes, begin: Positions, end: Positions) -> Positions:
     return end
 
 
-def _in_order(pieces: list[_Piece], order: Positions) -> pa.MapArray:
+def _in_order(pieces: list[_Piece], order: Positions, wanted: Flags | None = None) -> pa.MapArray:
     """The pieces' captures, a map<string, string> per line (the groups that took part, in their order), the lines
-    in `order` (positions among the pieces' lines, one piece after the other): each value copied once."""
+    in `order` (positions among the pieces' lines, one piece after the other): each value copied once. `wanted`
+    (per line, in `order`): only these lines' maps are filled, the others' left empty; None: every line's."""
     import numpy as np
     import pyarrow as pa
 
@@ -290,15 +309,20 @@ def _in_order(pieces: list[_Piece], order: Positions) -> pa.MapArray:
     first = stored = 0  # the piece's first line among all; the values before its own
     for piece in pieces:
         m = len(piece.rows)
-        if piece.names:
-            present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in piece.values], axis=1)
+        at, taken = place[first : first + m], piece.values
+        if wanted is not None:  # only the wanted lines' values, taken out
+            chosen = np.flatnonzero(wanted[at])
+            at = at[chosen]
+            taken = [v.take(pa.array(chosen)) for v in piece.values] if len(chosen) else []
+        if piece.names and len(at):
+            present = np.stack([v.is_valid().to_numpy(zero_copy_only=False) for v in taken], axis=1)
             line, which = np.nonzero(present)  # (lines x groups, row-major: by line, then group)
-            owner.append(place[first + line])
+            owner.append(at[line])
             key.append(len(names) + which)
-            item.append(stored + which * m + line)
+            item.append(stored + which * len(at) + line)
             names += piece.names
-            values += [v.cast(pa.string()) for v in piece.values]
-            stored += m * len(piece.names)
+            values += [v.cast(pa.string()) for v in taken]
+            stored += len(at) * len(piece.names)
         first += m
     of = np.concatenate(owner)
     offsets = np.zeros(n + 1, dtype=np.int32)
@@ -306,11 +330,11 @@ def _in_order(pieces: list[_Piece], order: Positions) -> pa.MapArray:
     # a line's entries are adjacent and in its groups' order: each goes to its line's first slot plus its rank
     starts = np.flatnonzero(np.diff(of, prepend=-1))
     rank = np.arange(len(of)) - np.repeat(starts, np.diff(np.append(starts, len(of))))
-    at = np.empty(len(of), dtype=np.int64)
-    at[offsets[of] + rank] = np.arange(len(of))
-    keys = pa.array(names, pa.string()).take(pa.array(np.concatenate(key)[at]))
+    slot = np.empty(len(of), dtype=np.int64)
+    slot[offsets[of] + rank] = np.arange(len(of))
+    keys = pa.array(names, pa.string()).take(pa.array(np.concatenate(key)[slot]))
     items = pa.concat_arrays(values) if values else pa.array([], pa.string())
-    return pa.MapArray.from_arrays(pa.array(offsets), keys, items.take(pa.array(np.concatenate(item)[at])))
+    return pa.MapArray.from_arrays(pa.array(offsets), keys, items.take(pa.array(np.concatenate(item)[slot])))
 
 
 @cache

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from .measure import captured as captured_here
 from .taskfile import TaskFile, null_where
 from .times import read_times
 
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from .measure import Measures
 
 Flags: TypeAlias = "npt.NDArray[np.bool_]"  # one flag per row
 
@@ -83,9 +84,13 @@ def schema(captured: tuple[str, ...]) -> pa.Schema:
     )
 
 
-def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[pa.Table | None, int]:
+def flat_rows(
+    batch: pa.RecordBatch, spec: MeasuredRows, layout: str, measures: Measures | None = None
+) -> tuple[pa.Table | None, int]:
     """(the rows of the batch's measures, the rows whose time the task left to Spark): one row per measure, in
-    the order Spark's explode gives (event by event, each event's measures in order)."""
+    the order Spark's explode gives (event by event, each event's measures in order). `measures`: what the
+    batch's were built from (the task's: scanner.Kept), whose captures are taken as RE2 gave them (the batch's
+    maps may then be left empty where the events file does not keep the row); None: looked up in the maps."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -99,10 +104,12 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
     of_kind = metric.to_numpy(zero_copy_only=False)
     trigger = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind == spec.trigger])
     columnar = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind in spec.columnar])
-    captures = measure.field("captures")
-    captured = captured_here(lists, spec.captured)  # (the measures just built: their groups as RE2 gave them)
-    if captured is None:
-        captured = _looked_up(captures, spec.captured)
+    if measures is None:
+        captures = _nulled(measure.field("captures"), columnar)
+        captured = _looked_up(measure.field("captures"), spec.captured)
+    else:  # (only the maps written: the other kinds')
+        captures = _nulled(measures.maps(~columnar), columnar)
+        captured = measures.captured(spec.captured)
     stamped, unsure = _stamped(captured.get("epoch_ms"), captured.get("checkpoint"), trigger)
     timed = np.flatnonzero(~stamped)  # (a trigger that stamps its own epoch needs no time)
     n = len(measure)
@@ -122,7 +129,7 @@ def flat_rows(batch: pa.RecordBatch, spec: MeasuredRows, layout: str) -> tuple[p
         metric,
         measure.field("idx"),
         null_where(measure.field("line"), trigger),
-        _nulled(captures, columnar),
+        captures,
         measure.field("job"),
         *[
             null_where(values.cast(pa.string()), ~columnar | (trigger & (key in spec.untimed)))
@@ -211,8 +218,8 @@ class MeasuresFile(TaskFile):
         self.spec = spec
         self.metadata[LEFT] = b"0"
 
-    def write(self, batch: pa.RecordBatch, layout: str) -> None:
-        rows, left = flat_rows(batch, self.spec, layout)
+    def write(self, batch: pa.RecordBatch, layout: str, measures: Measures | None = None) -> None:
+        rows, left = flat_rows(batch, self.spec, layout, measures)
         self.metadata[LEFT] = str(int(self.metadata[LEFT]) + left).encode()
         if rows is not None:
             self.write_table(rows)

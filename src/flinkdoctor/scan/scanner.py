@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from ..errors import InputChanged
 from ..runtime.worker import prepare_task
@@ -52,7 +52,7 @@ from .headers import (
     levels_worded,
 )
 from .matcher import EXCEPTION_LINE, Hit, Matcher, Rows
-from .measure import byte_places, measures, measures_type
+from .measure import Measures, byte_places, measures, measures_type
 from .measured import MeasuredRows, MeasuresFile
 from .prefilter import Bytes, Hits, Positions, Prefilter, distinct, scan, spans
 from .re2 import ascii_rows, byte_slice, extract, group_names, matching, positional_groups, re2_regex
@@ -183,14 +183,16 @@ def run(
                 for joined in _joinable(parts):  # (one layout each)
                     # with measured rows, the events' file leaves out the unmatched candidates with the
                     # measure-only events, in one filter of the batch (_events_rows), not one filter each
-                    for out in scan_parts(joined, prefilter, matcher, unmatched=rows is not None):
+                    # (each batch with its measures, whose captures the measured rows take: Kept)
+                    outs = scan_parts(joined, prefilter, matcher, unmatched=rows is not None, paired=rows is not None)
+                    for out in outs:
                         if isinstance(out, PartStats):
                             stats.append(out)
-                        elif rows is None:
+                        elif not isinstance(out, Kept):
                             written.write(out, joined[0].layout)
-                        else:
-                            rows.write(out, joined[0].layout)
-                            written.write(_events_rows(out, matcher is not None), joined[0].layout)
+                        elif rows is not None:
+                            rows.write(out.batch, joined[0].layout, out.measures)
+                            written.write(_events_rows(out.batch, matcher is not None), joined[0].layout)
             yield _stats(stats, time.process_time() - started)
 
 
@@ -205,21 +207,28 @@ def _events_rows(batch: pa.RecordBatch, decided: bool) -> pa.RecordBatch:
     are left out too (_matched)."""
     import pyarrow.compute as pc
 
+    measure_only = _measure_only(batch)
+    dropped = pc.or_(measure_only, pc.invert(_matched(batch))) if decided else measure_only
+    if not pc.any(dropped).as_py():
+        return batch
+    return batch.filter(pc.invert(dropped))
+
+
+def _measure_only(batch: pa.RecordBatch) -> pa.Array:
+    """Per row, whether it is a measure-only event (_events_rows)."""
+    import pyarrow.compute as pc
+
     def empty(column: str) -> pa.Array:
         return pc.equal(pc.list_value_length(batch.column(column)), 0)
 
     warned = _warned(batch.column("level"))
-    measure_only = pc.and_(
+    return pc.and_(
         pc.and_(pc.invert(empty("measures")), pc.and_(empty("matches"), empty("entries"))),
         pc.and_(
             pc.and_(pc.invert(warned), pc.equal(batch.column("repeats"), 1)),
             pc.equal(batch.column("last_rel"), batch.column("first_rel")),
         ),
     )
-    dropped = pc.or_(measure_only, pc.invert(_matched(batch))) if decided else measure_only
-    if not pc.any(dropped).as_py():
-        return batch
-    return batch.filter(pc.invert(dropped))
 
 
 def _matched(batch: pa.RecordBatch) -> pa.Array:
@@ -290,16 +299,20 @@ def _joinable(parts: list[Part]) -> list[list[Part]]:
 
 
 def scan_parts(
-    parts: Sequence[Part], prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False
-) -> Iterator[pa.RecordBatch | PartStats]:
+    parts: Sequence[Part],
+    prefilter: Prefilter,
+    matcher: Matcher | None = None,
+    unmatched: bool = False,
+    paired: bool = False,
+) -> Iterator[pa.RecordBatch | Kept | PartStats]:
     """What scan_part gives for each of the parts, from one scan of them joined: whole files of one layout and
     kind (_joinable). Each event keeps its own file's source, line numbers and header fields; no match, event,
     stack frame or group of repeated warnings runs from one file into the next. Then each part's PartStats.
-    `unmatched`: as scan_part's."""
+    `unmatched`, `paired`: as scan_part's."""
     import numpy as np
 
     if len(parts) == 1:
-        yield from scan_part(parts[0], prefilter, matcher, unmatched)
+        yield from scan_part(parts[0], prefilter, matcher, unmatched, paired)
         return
     part = parts[0]
     sizes = np.array([p.size for p in parts], dtype=np.int64)
@@ -334,14 +347,15 @@ def scan_parts(
         files = _Files(parts, offsets, of_line)
         events = _Events(part, data, starts, np.ones(len(starts), dtype=bool), piece, crlf, files)
         counts = {key: zero.copy() for key in counts}
-        for batch in events.kept(prefilter, matcher, unmatched):
+        for kept in events.kept(prefilter, matcher, unmatched, paired):
+            batch = kept.batch
             at = files.index_of(batch.column("sid").to_numpy())
             for key, column in (("matched", "matches"), ("measured", "measures"), ("catalogued", "entries")):
                 length = pc.list_value_length(batch.column(column)).to_numpy(zero_copy_only=False)
                 np.add.at(counts[key], at, length)
             warned = pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS)))
             np.add.at(counts["warned"], at, pc.fill_null(warned, False).to_numpy(zero_copy_only=False))
-            yield batch
+            yield kept if paired else batch
         orphan, events_of = events.counts_by_file(layout_by_id(part.layout).timed)
     for i, p in enumerate(parts):
         counted = int(events_of[i]) - (orphan[i] > 0) if p.counted else 0
@@ -356,12 +370,14 @@ def scan_parts(
 
 
 def scan_part(
-    part: Part, prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False
-) -> Iterator[pa.RecordBatch | PartStats]:
+    part: Part, prefilter: Prefilter, matcher: Matcher | None = None, unmatched: bool = False, paired: bool = False
+) -> Iterator[pa.RecordBatch | Kept | PartStats]:
     """Arrow batches of the part's kept events (STORED_SCHEMA), then its PartStats. `unmatched`: the candidates
     the matcher matched nothing on are left in the batches, for the caller to leave out (_matched); they count
     nothing. The caller leaves out the measure-only events too (_events_rows): of them and of those candidates,
-    only the header's `ts` and `host` are taken (_Events._only_timed), the other fields left null."""
+    only the header's `ts` and `host` are taken (_Events._only_timed), the other fields left null. `paired`: each
+    batch comes with its measures (Kept), and the measure-only events' measures have no captures' maps (the
+    caller writes their measured rows from the measures, and leaves the events out)."""
     import numpy as np
 
     lo = max(part.start - 1, 0)  # the byte before the range says whether a line starts at its first byte
@@ -383,12 +399,13 @@ def scan_part(
 
     events = _Events(part, data, starts, owned, piece, crlf)
     matched = measured = warned = catalogued = 0
-    for batch in events.kept(prefilter, matcher, unmatched):
+    for kept in events.kept(prefilter, matcher, unmatched, paired):
+        batch = kept.batch
         matched += pc.sum(pc.list_value_length(batch.column("matches"))).as_py() or 0
         measured += pc.sum(pc.list_value_length(batch.column("measures"))).as_py() or 0
         catalogued += pc.sum(pc.list_value_length(batch.column("entries"))).as_py() or 0
         warned += pc.sum(pc.is_in(batch.column("level"), pa.array(sorted(WARN_WORDS)))).as_py() or 0
-        yield batch
+        yield kept if paired else batch
     orphan_lines = events.orphan_lines() if layout_by_id(part.layout).timed else 0
     counted = events.count() - (orphan_lines > 0) if part.counted else 0
     yield PartStats(part.sid, part.start, lines, orphan_lines, counted, matched, measured, warned, catalogued)
@@ -419,6 +436,13 @@ class _Files:
 
         order = np.argsort(self.sid, kind="stable")
         return order[np.searchsorted(self.sid[order], sids)]
+
+
+class Kept(NamedTuple):
+    """A batch of kept events (STORED_SCHEMA but `time`) and the measures its `measures` column was built from."""
+
+    batch: pa.RecordBatch
+    measures: Measures
 
 
 class _Events:
@@ -489,9 +513,11 @@ class _Events:
             orphan[of_event[at]] = self.rel[self.last[at]]
         return orphan, events
 
-    def kept(self, prefilter: Prefilter, matcher: Matcher | None, unmatched: bool) -> Iterator[pa.RecordBatch]:
-        """Events some signature could match, and events at WARN level or above, with their text (`unmatched`: as
-        scan_part's)."""
+    def kept(
+        self, prefilter: Prefilter, matcher: Matcher | None, unmatched: bool, paired: bool = False
+    ) -> Iterator[Kept]:
+        """Events some signature could match, and events at WARN level or above, with their text, and their
+        measures (`unmatched`, `paired`: as scan_part's)."""
         import numpy as np
 
         if not len(self.first):
@@ -529,7 +555,7 @@ class _Events:
             here = _within(found, part[0], part[-1])
             tried_here = here if tried is found else _within(tried, part[0], part[-1])
             yield self._batch(
-                part, capped, here, tried_here, rows, matcher, entries, repeats, maskable, worded, unmatched
+                part, capped, here, tried_here, rows, matcher, entries, repeats, maskable, worded, unmatched, paired
             )
 
     def _message_tries(self, prefilter: Prefilter, hits: Hits, found: dict[int, Positions]) -> dict[int, Positions]:
@@ -670,7 +696,8 @@ class _Events:
         maskable: Flags | None,
         worded: Flags,
         unmatched: bool,
-    ) -> pa.RecordBatch:
+        paired: bool,
+    ) -> Kept:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -709,7 +736,7 @@ class _Events:
                 pa.array(orphan),
                 sigs,
                 matches,
-                measured,
+                measured.lists(np.zeros(len(keep), dtype=bool) if paired else None),
                 entry_hits,
                 *[fields[name] for name in HEADER],
                 text,
@@ -718,10 +745,13 @@ class _Events:
             ],
             schema=_schema(),
         )
+        if paired:  # the captures' maps of the rows the events file keeps only (no other reads them)
+            kept = ~_measure_only(batch).to_numpy(zero_copy_only=False)
+            batch = batch.set_column(batch.schema.get_field_index("measures"), "measures", measured.lists(kept))
         if matcher is None or unmatched:  # without a matcher nothing is decided: every candidate
-            return batch
-        needed = _matched(batch)
-        return batch if pc.all(needed).as_py() else batch.filter(needed)  # a candidate nothing matched is not kept
+            return Kept(batch, measured)
+        needed = _matched(batch)  # a candidate nothing matched is not kept (a measured row always is)
+        return Kept(batch if pc.all(needed).as_py() else batch.filter(needed), measured)
 
     def _only_timed(
         self,
@@ -1368,7 +1398,7 @@ def _matches(
     fields: dict[str, pa.Array],
     found: dict[int, Positions],
     rows: Positions,
-) -> tuple[pa.ListArray, pa.ListArray]:
+) -> tuple[pa.ListArray, Measures]:
     """Per event, the rules it matches (matcher.py), with captures and the matching line's index, and the
     metrics' measures of its lines (measure.py, in bulk). The signatures tried on a row are its `tries`
     (_Events._message_tries), or all its `sigs` where masking changed its text (its lines are not the bytes'),
@@ -1378,7 +1408,7 @@ def _matches(
     import pyarrow.compute as pc
 
     if matcher is None:
-        return _sparse_lists(len(text), {}, _matches_type()), _sparse_lists(len(text), {}, measures_type())
+        return _sparse_lists(len(text), {}, _matches_type()), Measures.none(len(text))
     first_metric = matcher.first_metric
     offsets, numbers = sigs.offsets.to_numpy(), sigs.values.to_numpy()
     if tries is not sigs:  # a masked row tries all its signatures, every other row its tries
