@@ -521,12 +521,12 @@ def test_many_jobs_each_analysed_as_alone():
         measures = []
         for k in range(jobs):
             measures += _job_measures(f"{k:032x}", 0, 6, datetime(2026, 3, 1) + timedelta(hours=k))
-        began = time.perf_counter()
+        began = time.process_time()  # CPU, not wall: a neighbour's load does not pass for the test's own cost
         section, _ = analyse_checkpoints(measures, Manifest([], Path("."), None), Effective(), {0: "jobmanager.log"})
-        return section, time.perf_counter() - began
+        return section, time.process_time() - began
 
     alone, _ = run(1)
-    few, few_s = run(400)
+    few, few_s = min((run(400) for _ in range(3)), key=lambda r: r[1])  # the least disturbed of three small runs
     many, many_s = run(4000)
     assert len(few.jobs) == 400 and len(many.jobs) == 4000
     for job in (few.jobs[0], many.jobs[1234], many.jobs[-1]):
