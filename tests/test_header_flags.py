@@ -1,7 +1,8 @@
 """The header work the scan does once instead of twice: the header test's flag standing for the fields' regex
 (headers.flag_unsure, scanner._timed_fields), the events' first lines cut at their known lengths
-(scanner._first_lines, the first lines' lengths of _Events._text_bounds). Each against the path it replaces: RE2 itself, the newline
-search, on random regexes and texts (hypothesis) and on every real line of tests/data with its line ends."""
+(scanner._first_lines, the first lines' lengths of _Events._text_bounds). Each against the path it replaces: RE2
+itself, the newline search, on random regexes and texts (hypothesis) and on every real line of tests/data with its
+line ends."""
 
 from __future__ import annotations
 

@@ -160,18 +160,18 @@ def run(
     out_dir: str,
     matcher: Matcher | None = None,
     measured: MeasuredRows | None = None,
-    order: Sequence[int] | None = None,
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
-    or their `part_rows`): row r is task `order[r]` (events.run_order: the order Spark runs them in), else task r.
-    The task writes their events to one Parquet file of its own, named by its number, under `out_dir`, and hands
-    Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event text
-    crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
-    an event kept only for its measures only as those rows (_events_rows)."""
+    """The Arrow function for mapInArrow over spark.range(len(groups or plan)): each row id names tasks, each a
+    list of parts (Parts, or their `part_rows`): row r runs tasks `groups[r]` one after the other (events.run_groups:
+    the order Spark runs them in, cheap tasks joined), else task r. Each task writes its events to one Parquet file
+    of its own, named by its number, under `out_dir`, and hands Spark only its parts' stats, one batch per task (a
+    task may read thousands of small files). No event text crosses to the JVM. With `measured`, the task writes
+    its events' measures as rows too (measured.py), and an event kept only for its measures only as those rows
+    (_events_rows)."""
     prepare_task()
     for batch in batches:
-        for row in batch.column(0).to_pylist():
-            task = row if order is None else order[row]
+        for task in (t for row in batch.column(0).to_pylist() for t in ([row] if groups is None else groups[row])):
             started = time.process_time()
             stats: list[PartStats] = []
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
