@@ -1,7 +1,8 @@
 """The header work the scan does once instead of twice: the header test's flag standing for the fields' regex
 (headers.flag_unsure, scanner._timed_fields), the events' first lines cut at their known lengths
-(scanner._first_lines, _Events._first_line_lengths). Each against the path it replaces: RE2 itself, the newline
-search, on random regexes and texts (hypothesis) and on every real line of tests/data with its line ends."""
+(scanner._first_lines, the first lines' lengths of _Events._text_bounds). Each against the path it replaces: RE2
+itself, the newline search, on random regexes and texts (hypothesis) and on every real line of tests/data with its
+line ends."""
 
 from __future__ import annotations
 
@@ -188,9 +189,9 @@ def test_first_lines_at_known_lengths_are_the_searched_ones(texts, data):
     st.booleans(),
 )
 def test_an_events_first_line_length_is_its_texts(rows, ends, last_end):
-    """_Events._first_line_lengths: per event, the length of its text's first line as _batch cuts the text
-    (_text_bounds, carriage returns before newlines taken out where the part has them), on lines with CRLF and
-    LF ends, a carriage return more, empty lines, a last line without its end."""
+    """_Events._text_bounds' first lines' lengths: per event, the length of its text's first line as _batch cuts
+    the text (its bounds, carriage returns before newlines taken out where the part has them), on lines with CRLF
+    and LF ends, a carriage return more, empty lines, a last line without its end."""
     from flinkdoctor.scan.prefilter import spans
     from flinkdoctor.scan.scanner import MAX_EVENT_LINES, Part, _Events, _line_starts
 
@@ -206,8 +207,14 @@ def test_an_events_first_line_length_is_its_texts(rows, ends, last_end):
     events = _Events(part, array, starts, np.ones(len(starts), bool), np.zeros(len(starts), bool), crlf)
     keep = np.arange(len(events.first))
     capped = np.minimum(events.last, events.first + MAX_EVENT_LINES - 1)
-    text = spans(array, *events._text_bounds(keep, capped))
+    begin, end, lengths = events._text_bounds(keep, capped)
+    text = spans(array, begin, end)
     if crlf:
         text = pc.replace_substring(text, "\r\n", "\n")
-    want = [len(t.split("\n", 1)[0].encode()) for t in text.to_pylist()]
-    assert events._first_line_lengths(keep).tolist() == want
+    lines = [r + "\r" * (e == "\r\r\n") for r, e in zip(rows, ends, strict=False)]  # as the event's text holds it
+    if not last_end:  # the last line without its end: none at all when it was empty
+        lines[-1:] = [rows[-1]] if rows[-1] else []
+    heads = [0] + [i for i, r in enumerate(rows) if i and r.startswith("2026")]
+    texts = ["\n".join(lines[a:b]) for a, b in zip(heads, [*heads[1:], len(lines)], strict=True)]
+    assert text.to_pylist() == texts
+    assert lengths.tolist() == [len(t.split("\n", 1)[0].encode()) for t in texts]

@@ -56,7 +56,8 @@ def test_tasks_run_costliest_first_jobmanager_bytes_counted_twice_ties_in_plan_o
 
 
 def test_a_task_run_out_of_plan_order_keeps_its_number_files_and_stats(rules, tmp_path):
-    """Row r runs task order[r]: each task writes the same file, under the same name, as in plan order."""
+    """Row r runs tasks groups[r], here each alone in run_order: each task writes the same file, under the same
+    name, as in plan order."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -72,7 +73,8 @@ def test_a_task_run_out_of_plan_order_keeps_its_number_files_and_stats(rules, tm
     for name, ordered in (("plan", None), ("costliest", order)):
         out = tmp_path / name
         out.mkdir()
-        stats = run(iter([rows]), part_rows(tasks), matcher.prefilter, str(out), matcher, order=ordered)
+        groups = None if ordered is None else [[number] for number in ordered]
+        stats = run(iter([rows]), part_rows(tasks), matcher.prefilter, str(out), matcher, groups=groups)
         by_task = [[_without_cpu(row) for row in batch.to_pylist()] for batch in stats]
         if ordered is not None:  # (row r's stats are task order[r]'s)
             by_task = [by_task[order.index(task)] for task in range(len(tasks))]

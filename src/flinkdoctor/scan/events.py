@@ -22,6 +22,7 @@ second per 1.4 million rows parsing every event's time in the JVM.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from collections.abc import Mapping
@@ -39,11 +40,14 @@ from .headers import WARN_WORDS
 from .matcher import Matcher
 from .measured import MeasuredRows
 from .prefilter import Prefilter
-from .scanner import MAX_EVENT_LINES, OUTPUT_SCHEMA, STORED_SCHEMA, Part, part_rows, run
+from .scanner import COUNTS, MAX_EVENT_LINES, STORED_SCHEMA, Part, part_rows, run
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, Row, SparkSession
+    from pyspark.sql.types import DataType, StructType
 
 __all__ = ["MAX_EVENT_LINES", "EventsResult", "block_offsets", "build_events", "file_line", "plan"]
 
@@ -53,6 +57,8 @@ FILES_PER_TASK = 5000  # small files read by one task, at most
 # a JobManager log's byte costs its task 1x (lab) to about 4x (production: measured checkpoint lines) what a
 # TaskManager log's does (bench/part_profile.py): counted twice when run_order ranks the tasks by cost
 JOBMANAGER_COST = 2
+GROUP_COST = 192 * 1024 * 1024  # tasks run by one Spark task until their cost (run_order's) reaches this (run_groups)
+TAIL_TASKS = 2  # per slot: the last tasks of run_order, which run alone
 Blocks = dict[int, list[tuple[int, int]]]  # source id -> (range, lines in it) per range, in file order
 # EventsResult.stats: per-source counts by sid and totals by name in one mapping, which its readers index by
 # both kinds of key: Any until it is split in two
@@ -176,14 +182,33 @@ def run_order(tasks: list[list[Part]]) -> list[int]:
     free up; with the longest first, the stage does not end on a long task running alone while the other slots
     idle (longest processing time first). A task keeps its number, so its files' names and contents do not
     depend on the order."""
+    return sorted(range(len(tasks)), key=lambda number: (-_cost(tasks[number]), number))
 
-    def cost(number: int) -> int:
-        return sum(
-            (part.end - part.start) * (JOBMANAGER_COST if part.kind == "flink-jobmanager" else 1)
-            for part in tasks[number]
-        )
 
-    return sorted(range(len(tasks)), key=lambda number: (-cost(number), number))
+def _cost(task: list[Part]) -> int:
+    return sum((part.end - part.start) * (JOBMANAGER_COST if part.kind == "flink-jobmanager" else 1) for part in task)
+
+
+def run_groups(tasks: list[list[Part]], slots: int | None) -> list[list[int]]:
+    """The tasks as Spark runs them, in run_order: on a local master of `slots` cores, consecutive tasks run one
+    after the other by one Spark task until their cost reaches GROUP_COST; the last TAIL_TASKS per slot, the
+    cheapest, run alone, so the stage still ends on short tasks. Each Spark task costs its slot 20-60 ms of wall
+    between tasks (the JVM ends one and launches the next: 1.2-1.8 s a worker at production 8 GiB's 82 tasks) and
+    the JVM 20-30 ms of CPU, a tenth of a production TaskManager task (0.37 s). `slots` None (a cluster, whose
+    slots the driver does not know): every task alone. Each task still writes its own file under its number."""
+    order = run_order(tasks)
+    if slots is None:
+        return [[number] for number in order]
+    cut = max(len(order) - TAIL_TASKS * slots, 0)
+    groups: list[list[int]] = []
+    cost = GROUP_COST
+    for number in order[:cut]:
+        if cost >= GROUP_COST:
+            groups.append([])
+            cost = 0
+        groups[-1].append(number)
+        cost += _cost(tasks[number])
+    return groups + [[number] for number in order[cut:]]
 
 
 def build_events(
@@ -223,6 +248,7 @@ def build_events(
         measured = replace(measured, out_dir=str(rows), timezone=timezone, session_utc=session == "UTC")
     else:
         measured = None
+    groups = run_groups(tasks, _slots(spark))
     scan = partial(
         run,
         plan=part_rows(tasks),
@@ -230,11 +256,38 @@ def build_events(
         out_dir=str(out),
         matcher=matcher,
         measured=measured,
-        order=run_order(tasks),
+        groups=groups,
     )
-    parts = spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(scan, OUTPUT_SCHEMA).collect()
+    _warm_parser()
+    parts = spark.range(0, len(groups), 1, len(groups)).mapInArrow(scan, _output_type()).collect()
     cpu_s = sum(row["cpu_us"] for row in parts) / 1e6
     return EventsResult(str(out), *_part_stats(parts, sources), times, str(rows) if rows else None, cpu_s)
+
+
+def _output_type() -> StructType:
+    """OUTPUT_SCHEMA as a type built here, not parsed: a DDL string is parsed by the JVM, and its first parse there
+    (Spark's SQL parser loaded and warmed, 0.35-0.45 s of CPU) held up the stage's start (_warm_parser)."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    return StructType(
+        [StructField("sid", IntegerType()), StructField("block", LongType())]
+        + [StructField(name, LongType()) for name in (*COUNTS, "cpu_us")]
+    )
+
+
+def _warm_parser() -> Future[DataType] | None:
+    """The events table's schema (STORED_SCHEMA, which `table` reads by) parsed by the JVM in a thread while the
+    scan's stage starts: the first parse in a JVM costs 0.35-0.45 s of CPU, paid while the stage's planning and
+    its Python workers' start leave a core idle, not later on the findings lap. Not with Spark Connect (its
+    parse is the server's; the server's JVM is warm)."""
+    from pyspark.sql.types import _parse_datatype_string
+    from pyspark.sql.utils import is_remote
+
+    from ..runtime.beside import beside
+
+    if is_remote():
+        return None
+    return beside(_parse_datatype_string, STORED_SCHEMA)
 
 
 def _for_tasks(spark: SparkSession, matcher: Matcher | None, run_dir: Path) -> Matcher | None:
@@ -251,6 +304,21 @@ def _local(spark: SparkSession) -> bool:
     except Exception:  # noqa: BLE001 - a session that does not say where it runs: not known to be local
         return False
     return master.startswith("local")
+
+
+def _slots(spark: SparkSession) -> int | None:
+    """The cores a local master runs tasks on (`local`, `local[N]`, `local[*]`, with or without retries); None for
+    any other master."""
+    try:
+        master = spark.conf.get("spark.master") or ""
+    except Exception:  # noqa: BLE001 - a session that does not say where it runs: not known to be local
+        return None
+    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master.strip())
+    if found is None:
+        return None
+    if found.group(1) in (None, "*"):
+        return 1 if found.group(1) is None else os.cpu_count() or 1
+    return max(int(found.group(1)), 1)
 
 
 def _part_stats(parts: list[Row], sources: list[Source]) -> tuple[Blocks, Stats]:

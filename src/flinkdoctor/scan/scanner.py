@@ -160,18 +160,18 @@ def run(
     out_dir: str,
     matcher: Matcher | None = None,
     measured: MeasuredRows | None = None,
-    order: Sequence[int] | None = None,
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The Arrow function for mapInArrow over spark.range(len(plan)): each row id names one task's parts (Parts,
-    or their `part_rows`): row r is task `order[r]` (events.run_order: the order Spark runs them in), else task r.
-    The task writes their events to one Parquet file of its own, named by its number, under `out_dir`, and hands
-    Spark only the parts' stats, one batch per task (a task may read thousands of small files). No event text
-    crosses to the JVM. With `measured`, the task writes its events' measures as rows too (measured.py), and
-    an event kept only for its measures only as those rows (_events_rows)."""
+    """The Arrow function for mapInArrow over spark.range(len(groups or plan)): each row id names tasks, each a
+    list of parts (Parts, or their `part_rows`): row r runs tasks `groups[r]` one after the other (events.run_groups:
+    the order Spark runs them in, cheap tasks joined), else task r. Each task writes its events to one Parquet file
+    of its own, named by its number, under `out_dir`, and hands Spark only its parts' stats, one batch per task (a
+    task may read thousands of small files). No event text crosses to the JVM. With `measured`, the task writes
+    its events' measures as rows too (measured.py), and an event kept only for its measures only as those rows
+    (_events_rows)."""
     prepare_task()
     for batch in batches:
-        for row in batch.column(0).to_pylist():
-            task = row if order is None else order[row]
+        for task in (t for row in batch.column(0).to_pylist() for t in ([row] if groups is None else groups[row])):
             started = time.process_time()
             stats: list[PartStats] = []
             parts = [part if isinstance(part, Part) else Part(*part) for part in plan[task]]
@@ -702,7 +702,8 @@ class _Events:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        text = spans(self.data, *self._text_bounds(keep, capped))
+        begin, end, first_length = self._text_bounds(keep, capped)
+        text = spans(self.data, begin, end)
         if self.crlf:
             text = pc.replace_substring(text, "\r\n", "\n")  # line ends as Spark's reader gives them
         text, masked = _masked(text, None if maskable is None else maskable[keep])
@@ -713,7 +714,7 @@ class _Events:
         headerless = orphan | self.piece[first]
         only_timed = self._only_timed(keep, tries, masked, entries, worded, matcher) if unmatched else None
         # (read by the header's fields and by the WARN+ events' heads; a masked text's first line is searched)
-        heads = _first_lines(text, np.where(masked, -1, self._first_line_lengths(keep)))
+        heads = _first_lines(text, np.where(masked, -1, first_length))
         fields = _header_fields(part, heads, headerless, only_timed, flagged=True)
         matches, measured = _matches(matcher, part, text, sigs, tries, masked, fields, found, rows)
         level = fields["level"]
@@ -784,28 +785,20 @@ class _Events:
             only &= ~np.isin(keep, np.fromiter(entries.entries, dtype=np.int64, count=len(entries.entries)))
         return only
 
-    def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions]:
-        """The byte span of each event's text (up to its `capped` line): only the kept events' are worked out, not
-        every event's (a production part keeps a few hundred of half a million)."""
+    def _text_bounds(self, events: Positions, capped: Positions) -> tuple[Positions, Positions, Positions]:
+        """The byte span of each event's text (up to its `capped` line), and its first line's length in bytes as
+        _batch makes the text (_first_lines reads it): only the kept events' are worked out, not every event's (a
+        production part keeps a few hundred of half a million). The text's end and its first line's end both drop
+        their newline (a file's last line may have none) and a carriage return before it, in one pass."""
         import numpy as np
 
-        begin = self.starts[self.first[events]] + self.piece[self.first[events]]  # a piece's marker byte is not text
-        end = self.ends[capped[events]]
-        end -= self.data[np.maximum(end - 1, 0)] == 10  # without the last newline (a file's last line may have none)
-        end -= self.data[np.maximum(end - 1, 0)] == 13  # nor a carriage return before it
-        return begin, np.maximum(end, begin)
-
-    def _first_line_lengths(self, events: Positions) -> Positions:
-        """Per event, the length in bytes of its text's first line (_text_bounds, line ends as _batch makes
-        them): its first line's bytes, without a piece's marker byte, the newline and a carriage return before it."""
-        import numpy as np
-
-        begin = self.starts[self.first[events]] + self.piece[self.first[events]]
-        end = self.ends[self.first[events]]
+        first = self.first[events]
+        begin = self.starts[first] + self.piece[first]  # a piece's marker byte is not text
+        end = np.concatenate([self.ends[capped[events]], self.ends[first]])  # the texts' ends, then first lines'
         end -= self.data[np.maximum(end - 1, 0)] == 10
         end -= self.data[np.maximum(end - 1, 0)] == 13
-        lengths: Positions = np.maximum(end - begin, 0)
-        return lengths
+        end = np.maximum(end, np.tile(begin, 2))
+        return begin, end[: len(events)], end[len(events) :] - begin
 
     def _source_columns(self, first: Positions) -> list[pa.Array]:
         """`sid`, `bundle` and `block` of the events that start at lines `first`: the part's, or each file's."""
@@ -1291,7 +1284,7 @@ def _timed_fields(layout_id: str, heads: pa.Array, headerless: Flags, flagged: b
 def _first_lines(text: pa.Array, lengths: Positions | None = None) -> pa.StringArray:
     """Each text's first line (up to its first newline): a newline's place found in the texts' bytes by numpy,
     not by splitting every text into lines (a tenth of a production part's scan). `lengths`: per text, its first
-    line's length in bytes where the caller knows it (_Events._first_line_lengths), else -1: only the other
+    line's length in bytes where the caller knows it (_Events._text_bounds), else -1: only the other
     texts are searched (a production part's texts are nearly all one line; a lab part's are stack traces)."""
     import numpy as np
     import pyarrow as pa
