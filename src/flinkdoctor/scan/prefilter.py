@@ -303,21 +303,6 @@ def scan(
     compiled = database(prefilter)
     if compiled is None:
         return _scan_re2(prefilter, data, begin, first_line_end)
-    ids: list[int] = []
-    ends: list[int] = []
-
-    def on_match(  # (once per match: the fewest operations, each list's append bound once)
-        pattern_id: int,
-        start: int,
-        stop: int,
-        flags: int,
-        context: object,
-        of_pattern: Callable[[int], None] = ids.append,
-        of_end: Callable[[int], None] = ends.append,
-    ) -> None:
-        of_pattern(pattern_id)
-        of_end(stop)
-
     bounds = [int(begin[0]), len(data)] if files is None else [*files.tolist(), len(data)]
     segments = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]  # the files scanned
     which, stop, last = _pass(compiled, data, segments)
