@@ -90,6 +90,7 @@ def test_dense_ranks_over_distinct_values_are_arrows_over_rows(chunks):
     for values, kind in (
         ([draw.choice(names) for _ in range(600)], pa.string()),
         ([draw.choice([3, None, -1, 7, 0]) for _ in range(600)], pa.int64()),
+        ([draw.choice([0.5, None, float("nan"), -0.0, 0.0]) for _ in range(600)], pa.float64()),  # (review17a)
     ):
         step = len(values) // chunks
         column = pa.chunked_array([pa.array(values[k : k + step], kind) for k in range(0, len(values), step)])

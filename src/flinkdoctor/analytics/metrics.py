@@ -234,9 +234,10 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
         return rows.column(f"c_{key}")
 
     sources = {s.id: s for s in manifest.sources}
-    sid = rows.column("sid").to_numpy().astype(np.int64)
-    staged = _range_starts(blocks, sid, rows.column("block").to_numpy().astype(np.int64))
-    staged += rows.column("first_rel").to_numpy() + rows.column("idx").to_numpy()
+    kept = slice(None) if mixed is None else np.flatnonzero(bulk)  # (the lines of the triggers and completions only)
+    sid = rows.column("sid").to_numpy().astype(np.int64)[kept]
+    staged = _range_starts(blocks, sid, rows.column("block").to_numpy().astype(np.int64)[kept])
+    staged += rows.column("first_rel").to_numpy()[kept] + rows.column("idx").to_numpy()[kept]
     line = np.empty(len(sid), dtype=np.int64)
     order = np.argsort(sid, kind="stable")  # per source, not per row: arrays of lines (each row visited once)
     ids, first = np.unique(sid[order], return_index=True)
@@ -253,7 +254,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
         host_of[source.id] = source.host
     hosts = only(rows.column("host"))  # (every source's host unknown: the line's or none, no per-row coalesce)
     if any(host is not None for host in host_of):
-        hosts = pc.coalesce(hosts, only(pa.array(host_of, pa.string()).take(pa.array(sid))))
+        hosts = pc.coalesce(hosts, pa.array(host_of, pa.string()).take(pa.array(sid)))
     job = only(capture("job"))  # (a long run's every trigger and completion names its job: no per-row coalesce)
     if job.null_count:
         job = pc.coalesce(job, only(rows.column("job")), pa.scalar("unknown job"))
@@ -269,7 +270,7 @@ def _split_columnar(table, metrics: tuple[Metric, ...], blocks: dict, manifest: 
             "duration_ms": only(_numbers(capture("duration_ms"), pa.float64(), float)),
             "bytes": only(_numbers(capture("bytes"), pa.int64(), int)),
             "sid": only(rows.column("sid")),
-            "line": pa.array(line[bulk]),
+            "line": pa.array(line),
             "host": pc.dictionary_encode(hosts),
             "text": only(rows.column("line")),  # (a row of the measures' file: Texts reads the line)
         }

@@ -441,6 +441,8 @@ def _dense_ranks(column: pa.Array | pa.ChunkedArray) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_floating(column.type):  # (NaN and null both in a chunked column: Arrow cannot unify them)
+        return pc.rank(column, "ascending", tiebreaker="dense").to_numpy()
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     if isinstance(encoded, pa.ChunkedArray):
         encoded = encoded.combine_chunks()

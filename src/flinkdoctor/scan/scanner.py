@@ -190,7 +190,8 @@ def run(
                             stats.append(out)
                         elif not isinstance(out, Kept):
                             written.write(out, joined[0].layout)
-                        elif rows is not None:
+                        else:  # (a pair only when asked for: with measured rows)
+                            assert rows is not None
                             rows.write(out.batch, joined[0].layout, out.measures)
                             written.write(_events_rows(out.batch, matcher is not None), joined[0].layout)
             yield _stats(stats, time.process_time() - started)
