@@ -125,3 +125,13 @@ def test_a_file_ending_in_the_follow(passes):
         want = scan(every, data, files, files, joined)
         assert {p: e.tolist() for p, e in got.by_pattern.items()} == {p: e.tolist() for p, e in want.by_pattern.items()}
         assert _matches(got) == _matches(want)
+
+
+def test_a_base_with_a_top_level_alternation_derives_nothing():
+    """`foo|bar: [x]` is `foo` or `bar: [x]`: its matches are not `foo|bar`'s followed by `: ` and an x
+    (review17b); the same base in a group is."""
+    from flinkdoctor.scan.prefilter import _derivations
+
+    assert _derivations(("foo|bar", "foo|bar\\x{3a} [x]"), [0, 1])[0] == ()
+    (derived,) = _derivations(("(?:foo|bar)", "(?:foo|bar)\\x{3a} [x]"), [0, 1])[0]
+    assert (derived.number, derived.base, derived.then) == (1, 0, b": ")

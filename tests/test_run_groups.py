@@ -128,3 +128,14 @@ def _rows(path: Path) -> bytes:
     import pyarrow.parquet as pq
 
     return str(pq.read_table(path).to_pylist()).encode()
+
+
+def test_the_stage_s_built_output_type_is_its_ddl():
+    """The scan stage's output type is built in Python (events._output_type, not parsed by the JVM): the same
+    fields and types as scanner.OUTPUT_SCHEMA's DDL, which the stage's readers know it by (review17b)."""
+    from flinkdoctor.scan.events import _output_type
+    from flinkdoctor.scan.scanner import OUTPUT_SCHEMA
+
+    ddl = [field.split() for field in OUTPUT_SCHEMA.split(", ")]
+    built = [(field.name, field.dataType.simpleString()) for field in _output_type().fields]
+    assert built == [(name, {"long": "bigint"}.get(kind, kind)) for name, kind in ddl]

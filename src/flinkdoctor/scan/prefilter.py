@@ -160,8 +160,11 @@ def _derivations(
 
 
 def _follow(pattern: str, base: str) -> tuple[bytes, str] | None:
-    """(bytes, class) when `pattern` is `base` followed by literal characters and a class of one character."""
-    if not pattern.startswith(base) or not base or base[-1] not in ")]}" and not base[-1].isalnum():
+    """(bytes, class) when `pattern` is `base` followed by literal characters and a class of one character (a
+    `base` with a top-level `|` is not: `foo|bar: [x]` also matches `foo` alone)."""
+    if not base or not pattern.startswith(base) or _top_level(base) != [base]:
+        return None
+    if base[-1] not in ")]}" and not base[-1].isalnum():
         return None
     follow = _FOLLOW.fullmatch(pattern[len(base) :])
     if follow is None:
