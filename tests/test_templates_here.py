@@ -320,6 +320,30 @@ def test_the_files_templates_are_merged_in_time_linear_in_them(tmp_path):
     assert sum(grouped) <= 6 * 60 * 40, sum(grouped)
 
 
+def test_non_ascii_messages_wait_for_spark_in_time_linear_in_the_files(tmp_path):
+    """Non-ASCII messages wait, grouped by message, for Spark's masks (PENDING): they too are merged only once the
+    waiting ones are as many, not as each file comes (60 files of 40 distinct messages: files x messages, 77,960
+    rows grouped again); the answer is the same either way."""
+    manifest, blocks = manifest_and_blocks(tmp_path)
+    row = {"sid": 0, "bundle": 0, "block": 0, "level": "WARN", "logger": "L", "repeats": 1, "time": 1}
+    words = [a + b + c for a in string.ascii_lowercase for b in string.ascii_lowercase for c in "mnpqrstvwxz"]
+    files = [
+        [{**row, "first_rel": n, "message": f"\u8fde\u63a5 {words[40 * f + n]} failed"} for n in range(40)]
+        for f in range(60)
+    ]
+    grouped = []
+    reduced = unexplained._reduced
+
+    def counted(rows, keys):
+        grouped.append(rows.num_rows)
+        return reduced(rows, keys)
+
+    with mock.patch.object(unexplained, "WAITING", 100), mock.patch.object(unexplained, "_reduced", counted):
+        found = templates_of_files(write(tmp_path, files), blocks, manifest, [], stand_in) or []
+    assert len(found) == 60 * 40 and {t.count for t in found} == {1}
+    assert sum(grouped) <= 6 * 60 * 40, sum(grouped)
+
+
 def test_a_secret_in_a_warning_is_masked_in_its_template_and_its_evidence(tmp_path):
     """The driver's templates leave as Spark's did: the template and its evidence line through the masker."""
     manifest, blocks = manifest_and_blocks(tmp_path)

@@ -288,7 +288,7 @@ BY_TEMPLATE = ["bundle", "logger", "template"]
 EVIDENCE = ("time", "sid", "line", "block", "first_rel", "host", "file", "row")  # file, row: where its head is
 FILE_BATCH = 4_096  # a file's rows decoded at a time
 GROUPED = 65_536  # a file's WARN+ events held before they are grouped by message
-PENDING = 50_000  # distinct non-ASCII messages held for one Spark job of their masks
+PENDING = 50_000  # non-ASCII messages' groups held (at most) for one Spark job of their masks
 WAITING = 65_536  # rows of groups that wait before they are merged with those so far (_Groups)
 CACHED = 20_000  # ASCII messages' templates remembered across files (the same WARN in every container's log)
 
@@ -325,7 +325,7 @@ def templates_of_files(
         by_source.setdefault(sid, []).append(line)
     known = {sid: np.array(found, dtype=np.int64) for sid, found in by_source.items()}
     cache: dict[str, str] = {}
-    merged, pending = _Groups(BY_TEMPLATE), None
+    merged, pending = _Groups(BY_TEMPLATE), _Groups(BY_MESSAGE)
     numbers = {path: n for n, path in enumerate(files)}
     read = partial(_templates_of_file, numbers=numbers, lines=lines, known=known, cache=cache)
     for found in _each_file(files, read):
@@ -333,12 +333,13 @@ def templates_of_files(
             return None
         masked, unmasked = found
         merged.add(masked)
-        pending = _merged(pending, unmasked, BY_MESSAGE)  # (at most PENDING groups: merged again per file)
-        if pending is not None and pending.num_rows >= PENDING:
-            merged.add(_templated(pending, masked_in_spark))
-            pending = None
-    if pending is not None:
-        merged.add(_templated(pending, masked_in_spark))
+        pending.add(unmasked)
+        if pending.held >= PENDING:  # (rows held, at least the distinct messages: a Spark job per PENDING rows)
+            merged.add(_templated(pending.table(), masked_in_spark))
+            pending = _Groups(BY_MESSAGE)
+    last = pending.table()
+    if last is not None:
+        merged.add(_templated(last, masked_in_spark))
     templates = merged.table()
     return _chosen(templates, files) if templates is not None else []
 
@@ -362,6 +363,11 @@ class _Groups:
         self.rows += more.num_rows
         if self.rows >= max(WAITING, self.merged.num_rows if self.merged is not None else 0):
             self._merge()
+
+    @property
+    def held(self) -> int:
+        """The rows held, merged and waiting: at least the distinct groups."""
+        return self.rows + (self.merged.num_rows if self.merged is not None else 0)
 
     def table(self) -> pa.Table | None:
         """Every group so far (None while there is none)."""
@@ -503,15 +509,6 @@ def _masked_in_spark(spark: SparkSession, messages: list[str]) -> list[str]:
     for row in masked:
         templates[row.at] = row.template
     return templates
-
-
-def _merged(merged: pa.Table | None, more: pa.Table, keys: list[str]) -> pa.Table | None:
-    """Two tables of groups as one (_reduced), None while there is none."""
-    import pyarrow as pa
-
-    if not more.num_rows:
-        return merged
-    return more if merged is None else _reduced(pa.concat_tables([merged, more]), keys)
 
 
 def _reduced(rows: pa.Table, keys: list[str]) -> pa.Table:
