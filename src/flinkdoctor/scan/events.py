@@ -308,7 +308,8 @@ def _local(spark: SparkSession) -> bool:
 
 def _slots(spark: SparkSession) -> int | None:
     """The cores a local master runs tasks on (`local`, `local[N]`, `local[*]`, with or without retries); None for
-    any other master."""
+    any other master. `local[*]` runs on the JVM's available processors, which a container's CPU limit lowers
+    (the machine's count, os.cpu_count, would not)."""
     try:
         master = spark.conf.get("spark.master") or ""
     except Exception:  # noqa: BLE001 - a session that does not say where it runs: not known to be local
@@ -317,8 +318,16 @@ def _slots(spark: SparkSession) -> int | None:
     if found is None:
         return None
     if found.group(1) in (None, "*"):
-        return 1 if found.group(1) is None else os.cpu_count() or 1
+        return 1 if found.group(1) is None else _jvm_cores(spark)
     return max(int(found.group(1)), 1)
+
+
+def _jvm_cores(spark: SparkSession) -> int:
+    """The processors the driver's JVM sees (what Spark's `local[*]` counts), the machine's if it cannot say."""
+    try:
+        return max(int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().availableProcessors()), 1)  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - no JVM to ask (a session stand-in): the machine's count
+        return os.cpu_count() or 1
 
 
 def _part_stats(parts: list[Row], sources: list[Source]) -> tuple[Blocks, Stats]:
