@@ -66,7 +66,7 @@ Stats: TypeAlias = dict[Any, Any]
 
 
 @dataclass(frozen=True)
-class Times:
+class TimeReading:
     """How to read the events' times: each source's layout, the bundle's year (layouts that print none), the
     time zone of layouts that print local times."""
 
@@ -82,7 +82,7 @@ class EventsResult:
     # sid -> {"lines", "unparsed", "events"}; totals: "events", "matched" ((event, rule) matches), "measured"
     # (lines), "warned" (WARN+), "catalogued" ((event, entry) hits of the failure catalogue)
     stats: Stats
-    times: Times = field(default_factory=Times)
+    times: TimeReading = field(default_factory=TimeReading)
     measured: str | None = None  # the measures' rows the tasks wrote (measured.py), when asked to
     tasks_cpu_s: float = 0.0  # the scan tasks' CPU, summed: of the events lap, what the Python workers computed
 
@@ -234,7 +234,7 @@ def build_events(
     by_layout: dict[str, list[int]] = {}
     for source in sources:
         by_layout.setdefault(source.layout or "none", []).append(source.id)
-    times = Times(by_layout, manifest.bundle_year, timezone)
+    times = TimeReading(by_layout, manifest.bundle_year, timezone)
     if not sources:
         return EventsResult(str(out), {}, {}, times)
     tasks = plan(sources, split_bytes, bundle_of)
@@ -398,7 +398,7 @@ def sid_condition(ids: list[int]) -> str | None:
     return " OR ".join(terms)
 
 
-def stored_time(times: Times) -> Column:
+def stored_time(times: TimeReading) -> Column:
     """An event's time (UTC) from the columns the tasks wrote: the task's `time` (microseconds), else its raw `ts`
     parsed by Spark (parsed_time)."""
     from pyspark.sql import functions as F
@@ -406,7 +406,7 @@ def stored_time(times: Times) -> Column:
     return F.coalesce(F.expr("timestamp_micros(time)"), parsed_time(times))
 
 
-def parsed_time(times: Times) -> Column:
+def parsed_time(times: TimeReading) -> Column:
     """The events' time, parsed from the raw `ts` with each source's layout pattern, in UTC (null where `ts` is)."""
     from pyspark.sql import functions as F
 
