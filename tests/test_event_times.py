@@ -44,9 +44,9 @@ def _stored(path: Path, ts: list[str | None], layout: str, zones: SimpleNamespac
 
 
 def _times_of(spark, path: Path, layout: str, timezone: str) -> list:
-    from flinkdoctor.scan.events import EventsResult, Times
+    from flinkdoctor.scan.events import EventsResult, TimeReading
 
-    result = EventsResult(str(path), {}, {}, Times({layout: [0]}, 2019, timezone))
+    result = EventsResult(str(path), {}, {}, TimeReading({layout: [0]}, 2019, timezone))
     return [row["time"] for row in result.table(spark).orderBy("first_rel").select("time").collect()]
 
 

@@ -319,9 +319,17 @@ def test_watch_command_survives_refused_and_stops_on_sigterm(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)
+    assert proc.stderr is not None
+    said = []  # SIGTERM once the watcher polls (its handler is set before it starts): a fixed sleep lost under load
+    deadline = time.monotonic() + 60
+    while not any("not answering" in line for line in said) and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        said.append(line)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=20)
+    out, rest = proc.communicate(timeout=20)
+    err = "".join(said) + rest
     assert proc.returncode == 0, err
     assert out == ""
     assert err.count("JobManager not answering (refused)") == 1 and "watch stopped after 0 incidents" in err

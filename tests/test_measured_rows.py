@@ -62,7 +62,7 @@ def test_a_time_the_task_reads_is_sparks(spark, tmp_path):
     import numpy as np
     import pyarrow as pa
 
-    from flinkdoctor.scan.events import Times, parsed_time
+    from flinkdoctor.scan.events import TimeReading, parsed_time
     from flinkdoctor.scan.times import fixed_fields, read_times
     from flinkdoctor.sources.layouts import load_layouts
 
@@ -81,7 +81,7 @@ def test_a_time_the_task_reads_is_sparks(spark, tmp_path):
             ts = pa.array(every, pa.string())
             mine, left = read_times(ts, layout.id, _spec(timezone, session))
             frame = spark.createDataFrame(pa.table({"sid": pa.array([0] * len(every), pa.int32()), "ts": ts}))
-            times = Times({layout.id: [0]}, 2019, timezone)
+            times = TimeReading({layout.id: [0]}, 2019, timezone)
             theirs = frame.select(parsed_time(times).alias("t")).toArrow().column("t")
             theirs = theirs.cast(pa.timestamp("us")).to_numpy(zero_copy_only=False).astype("datetime64[ns]")
             read = ~left

@@ -5,6 +5,7 @@ file and stats as when alone."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -63,8 +64,12 @@ class _Conf:
 
 
 class _Session:
-    def __init__(self, master: str | None):
+    def __init__(self, master: str | None, jvm_cores: int | None = None):
         self.conf = _Conf(master)
+        if jvm_cores is not None:  # a JVM that sees fewer processors than the machine (a container's limit)
+            runtime = SimpleNamespace(availableProcessors=lambda: jvm_cores)
+            lang = SimpleNamespace(Runtime=SimpleNamespace(getRuntime=lambda: runtime))
+            self.sparkContext = SimpleNamespace(_jvm=SimpleNamespace(java=SimpleNamespace(lang=lang)))
 
 
 @pytest.mark.parametrize(
@@ -89,6 +94,13 @@ def test_a_local_masters_slots(master, slots):
         assert found is None
     else:
         assert found == (slots or os.cpu_count())
+
+
+@pytest.mark.parametrize("master", ["local[*]", "local[*,4]"])
+def test_local_star_counts_the_jvms_processors(master):
+    """`local[*]` runs as many tasks at once as the JVM sees processors, not the machine's cores."""
+    assert _slots(_Session(master, jvm_cores=3)) == 3  # type: ignore[arg-type]
+    assert _slots(_Session("local[5]", jvm_cores=3)) == 5  # type: ignore[arg-type]
 
 
 def test_a_row_runs_its_tasks_each_as_alone(rules, tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 
 from ..safety.masking import mask, scrub
 from .report import FleetReport
@@ -122,7 +122,7 @@ def render_html(report: FleetReport, generated: datetime | None = None) -> str:
             script=FILTER_SCRIPT,
             timeline=timeline(data["incidents"]),
             verdicts=sorted({a["verdict"] or a["status"] for a in data["answers"]}),
-            generated=(generated or datetime.now()).strftime("%Y-%m-%d %H:%M"),
+            generated=(generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
         )
     )
 

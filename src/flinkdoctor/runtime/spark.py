@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +48,7 @@ def spark_session(
     from .jvm import java_options
 
     _quiet_broadcast_failures()
+    _utc_driver()
     if remote:
         return SparkSession.builder.remote(remote).getOrCreate()
     if master is None and not os.environ.get("SPARK_ENV_LOADED") and (shared := _server_session()) is not None:
@@ -75,6 +77,16 @@ def spark_session(
             spark = builder.config("spark.driver.extraJavaOptions", "").getOrCreate()  # a JVM that refused ours
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _utc_driver() -> None:
+    """Set this process's time zone to UTC. Spark's collect gives a timestamp as a naive time in the process's zone
+    (TimestampType.fromInternal), while the session's zone is UTC (conf.py) and every time the report writes is
+    UTC: on a machine set to another zone each finding's time moved by the zone's offset (TZ=America/New_York: the
+    demo's chain four hours early) and no longer lined up with the analytics' times, read as UTC from Arrow."""
+    if os.environ.get("TZ") != "UTC":
+        os.environ["TZ"] = "UTC"  # (inherited by the JVM and the Python workers this process starts)
+        time.tzset()
 
 
 def _import_meanwhile(module: str) -> None:

@@ -66,7 +66,7 @@ Stats: TypeAlias = dict[Any, Any]
 
 
 @dataclass(frozen=True)
-class Times:
+class TimeReading:
     """How to read the events' times: each source's layout, the bundle's year (layouts that print none), the
     time zone of layouts that print local times."""
 
@@ -82,7 +82,7 @@ class EventsResult:
     # sid -> {"lines", "unparsed", "events"}; totals: "events", "matched" ((event, rule) matches), "measured"
     # (lines), "warned" (WARN+), "catalogued" ((event, entry) hits of the failure catalogue)
     stats: Stats
-    times: Times = field(default_factory=Times)
+    times: TimeReading = field(default_factory=TimeReading)
     measured: str | None = None  # the measures' rows the tasks wrote (measured.py), when asked to
     tasks_cpu_s: float = 0.0  # the scan tasks' CPU, summed: of the events lap, what the Python workers computed
 
@@ -234,7 +234,7 @@ def build_events(
     by_layout: dict[str, list[int]] = {}
     for source in sources:
         by_layout.setdefault(source.layout or "none", []).append(source.id)
-    times = Times(by_layout, manifest.bundle_year, timezone)
+    times = TimeReading(by_layout, manifest.bundle_year, timezone)
     if not sources:
         return EventsResult(str(out), {}, {}, times)
     tasks = plan(sources, split_bytes, bundle_of)
@@ -308,7 +308,8 @@ def _local(spark: SparkSession) -> bool:
 
 def _slots(spark: SparkSession) -> int | None:
     """The cores a local master runs tasks on (`local`, `local[N]`, `local[*]`, with or without retries); None for
-    any other master."""
+    any other master. `local[*]` runs on the JVM's available processors, which a container's CPU limit lowers
+    (the machine's count, os.cpu_count, would not)."""
     try:
         master = spark.conf.get("spark.master") or ""
     except Exception:  # noqa: BLE001 - a session that does not say where it runs: not known to be local
@@ -317,8 +318,16 @@ def _slots(spark: SparkSession) -> int | None:
     if found is None:
         return None
     if found.group(1) in (None, "*"):
-        return 1 if found.group(1) is None else os.cpu_count() or 1
+        return 1 if found.group(1) is None else _jvm_cores(spark)
     return max(int(found.group(1)), 1)
+
+
+def _jvm_cores(spark: SparkSession) -> int:
+    """The processors the driver's JVM sees (what Spark's `local[*]` counts), the machine's if it cannot say."""
+    try:
+        return max(int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().availableProcessors()), 1)  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - no JVM to ask (a session stand-in): the machine's count
+        return os.cpu_count() or 1
 
 
 def _part_stats(parts: list[Row], sources: list[Source]) -> tuple[Blocks, Stats]:
@@ -389,7 +398,7 @@ def sid_condition(ids: list[int]) -> str | None:
     return " OR ".join(terms)
 
 
-def stored_time(times: Times) -> Column:
+def stored_time(times: TimeReading) -> Column:
     """An event's time (UTC) from the columns the tasks wrote: the task's `time` (microseconds), else its raw `ts`
     parsed by Spark (parsed_time)."""
     from pyspark.sql import functions as F
@@ -397,7 +406,7 @@ def stored_time(times: Times) -> Column:
     return F.coalesce(F.expr("timestamp_micros(time)"), parsed_time(times))
 
 
-def parsed_time(times: Times) -> Column:
+def parsed_time(times: TimeReading) -> Column:
     """The events' time, parsed from the raw `ts` with each source's layout pattern, in UTC (null where `ts` is)."""
     from pyspark.sql import functions as F
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -110,6 +110,6 @@ def render_html(report: Report, generated: datetime | None = None) -> str:
             audit=config_audit(data),
             checkpoint_missing=checkpoint_missing(data),
             audit_missing=config_missing(data),
-            generated=(generated or datetime.now()).strftime("%Y-%m-%d %H:%M"),
+            generated=(generated or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC"),
         )
     )
