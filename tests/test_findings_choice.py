@@ -397,3 +397,72 @@ def test_the_drivers_read_of_the_files_chooses_and_details_exactly(tmp_path, mon
     raw[held_here] |= {"time": None, "ts": "2026-11-27 10:00:00,000"}
     pq.write_table(pa.Table.from_pylist(raw, pq.read_schema(files[0])), files[0])
     assert fd.chosen_of_files(files, ("rule", "entry")) is None
+
+
+@pytest.mark.parametrize("merged", [1, 2, 3, 8])
+def test_the_files_choices_are_merged_a_few_at_a_time(tmp_path, monkeypatch, merged):
+    """chosen_of_files merges its files' choices MERGED_FILES at a time, not one by one (each merge chooses over
+    everything merged so far again): every way, the same counts and instances as one choice over every match,
+    and a merge per MERGED_FILES files."""
+    from flinkdoctor.diagnosis import findings as fd
+
+    monkeypatch.setattr(fd, "KEEP_PER_RULE", 2)
+    monkeypatch.setattr(fd, "MERGED_FILES", merged)
+    events = _stored_files(tmp_path, random.Random(11), 7)
+    files = sorted(str(p) for p in tmp_path.glob("*.parquet"))
+    flat = [
+        {"bundle": e["bundle"], "kind": kind, "name": name, "at": e["time"], **{k: e[k] for k in ORDER_KEYS}}
+        for e in events
+        for kind, names in (
+            ("rule", [m["rule"] for m in e["matches"] or []]),
+            ("entry", [h["entry"] for h in e["entries"] or []]),
+        )
+        for name in names
+    ]
+    counts, chosen = _reference(flat, ("bundle", "kind", "name"), 2)
+    merges = []
+    choose = fd._choose
+    monkeypatch.setattr(fd, "_choose", lambda table, *args: merges.append(table.num_rows) or choose(table, *args))
+    rows, groups = fd.chosen_of_files(files, ("rule", "entry"))
+    assert {(g["bundle"], g["kind"], g["name"]): g["cnt"] for g in groups} == counts
+    found: dict[tuple, set] = {}
+    for row in rows:
+        found.setdefault((row["bundle"], row["kind"], row["name"]), set()).add(tuple(row[k] for k in ORDER_KEYS))
+    assert found == chosen
+    assert len(merges) == len(files) + -(-len(files) // merged)  # (a choice per file, then the merges)
+
+
+def test_the_driver_reads_the_wanted_events_of_many_ranges_in_a_file(tmp_path):
+    """rows_of_files finds the events wanted in files whose rows are of several sources and ranges, interleaved:
+    exactly those, each of its own (source, range)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flinkdoctor.diagnosis import findings as fd
+
+    draw = random.Random(5)
+    events = _stored_files(tmp_path, draw, 3)
+    files = sorted(str(p) for p in tmp_path.glob("*.parquet"))
+    everything = []
+    for number, path in enumerate(files):
+        table = pq.read_table(path)
+        n = table.num_rows
+        table = table.set_column(0, "sid", pa.array([draw.randint(0, 2) for _ in range(n)], pa.int32()))
+        table = table.set_column(2, "block", pa.array([draw.randint(0, 3) for _ in range(n)], pa.int64()))
+        table = table.set_column(
+            3, "first_rel", pa.array([10 * number + draw.randint(0, 4) for _ in range(n)], pa.int64())
+        )
+        keys = list(zip(*(table.column(k).to_pylist() for k in ORDER_KEYS), strict=True))
+        first = sorted(
+            {key: k for k, key in reversed(list(enumerate(keys)))}.values()
+        )  # (one event per place, a file's own)
+        table = table.take(pa.array(first, pa.int64()))
+        pq.write_table(table, path, row_group_size=7)
+        everything += table.to_pylist()
+    assert len(events) > 30 and len({(e["sid"], e["block"]) for e in everything}) > 8
+    place = {tuple(e[k] for k in ORDER_KEYS): e for e in everything}
+    for size in (1, 9, len(place) // 2):
+        wanted = set(draw.sample(sorted(place), size)) | {(9, 9, 9)}  # (a place no file holds)
+        read = fd.rows_of_files(files, wanted).to_pylist()
+        assert sorted(tuple(r[k] for k in ORDER_KEYS) for r in read) == sorted(wanted - {(9, 9, 9)})
+        assert all(r["text"] == place[tuple(r[k] for k in ORDER_KEYS)]["text"] for r in read)

@@ -779,12 +779,17 @@ def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
     if not table.num_rows:
         return table if keyed else table.drop_columns(["bundle"])
     kinds = [m.measures for m in metrics]
+    whole, firsts = table, _firsts_in_bulk(table, metrics)
+    if firsts is not None:  # the other rows only, each with its place in the table
+        firsts, others = firsts
+        table = table.take(pa.array(others))
     time = table.column("time")
     micros = pc.cast(pc.cast(time, pa.timestamp("us", time.type.tz), safe=False), pa.int64()).to_pylist()
     columns = ("bundle", "metric", "captures", "job", "sid", "block", "first_rel", "idx")
     rows = zip(*(table.column(name).to_pylist() for name in columns), micros, strict=True)
     best: dict[tuple, tuple] = {}
-    for at, (bundle, metric, captures, job, sid, block, first_rel, idx, micro) in enumerate(rows):
+    placed = enumerate(rows) if firsts is None else zip(others.tolist(), rows, strict=True)
+    for at, (bundle, metric, captures, job, sid, block, first_rel, idx, micro) in placed:
         kind, captured = kinds[metric], dict(captures or ())
         if kind in CHECKPOINT_KINDS or kind in ("checkpoint-trigger", "storage-close"):
             owner = captured.get("job")
@@ -804,8 +809,69 @@ def _reduce_rest(table, metrics: tuple[Metric, ...], *, keyed: bool = False):
         have = best.get(group)
         if have is None or order < have[0]:
             best[group] = (order, at)
-    kept = table.take(pa.array(sorted(at for _, at in best.values()), pa.int64()))
+    chosen = [at for _, at in best.values()] + ([] if firsts is None else firsts.tolist())
+    kept = whole.take(pa.array(sorted(chosen), pa.int64()))
     return kept if keyed else kept.drop_columns(["bundle"])
+
+
+def _firsts_in_bulk(table, metrics: tuple[Metric, ...]):
+    """(the rows _reduce_rest keeps of the groups of its kinds that need no Python per row, the places of the
+    table's other rows), both numpy, or None when there are none, or a key column holds a null (the loop's way
+    then: None compares only there). Found by one sort: a checkpoint's end or timed storage close grouped by
+    job (captured, else the event's, else none) and checkpoint as captured, the one with a duration first; where
+    checkpoints are stored grouped by kind; then file order, ties to the first read. A lab run logs a failure or
+    a storage line per checkpoint, most of its other measures, which made a loop over Python rows (the loop
+    keeps the triggers, which go by last line, and the configuration's properties)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ends = (*CHECKPOINT_KINDS, "storage-close")
+    looped = ("checkpoint-trigger", "config-property")
+    kinds = [m.measures for m in metrics]
+    way = np.array([1 if k in ends else 0 if k in looped else 2 for k in kinds] + [0], np.int8)  # 2: by kind alone
+    metric = pc.fill_null(table.column("metric"), len(metrics)).to_numpy(zero_copy_only=False)
+    bulk = way[metric] > 0
+    keys = ("bundle", "sid", "block", "first_rel", "idx")
+    if not bulk.any() or any(table.column(name).null_count for name in keys):
+        return None
+    rows = np.flatnonzero(bulk)
+    taken = table.take(pa.array(rows))
+    bundle, sid, block, first_rel, idx = (
+        taken.column(name).to_numpy(zero_copy_only=False).astype(np.int64) for name in keys
+    )
+    kind = np.unique(np.array(kinds), return_inverse=True)[1][metric[rows]]
+    ended = way[metric[rows]] == 1  # (grouped by job and checkpoint as well)
+    captures = taken.column("captures")
+
+    def captured(key: str):
+        return pc.map_lookup(captures, pa.scalar(key), "last")  # (dict(captures): the last of a key given twice)
+
+    owner = pc.coalesce(captured("job"), taken.column("job"), pa.scalar(""))
+    codes = [_codes(owner), _codes(captured("checkpoint"))]
+    owner_code, number_code = (np.where(ended, code, -1) for code in codes)
+    untimed = pc.is_null(captured("duration_ms")).to_numpy(zero_copy_only=False)
+    first = np.where(ended, untimed, False).astype(np.int8)
+    group = (bundle, kind, owner_code, number_code)
+    order = np.lexsort((first_rel + idx, block, sid, first, *reversed(group)))  # (stable: ties to the first read)
+    same = np.ones(len(rows), dtype=np.bool_)
+    for values in group:
+        ordered = values[order]
+        same[1:] &= ordered[1:] == ordered[:-1]
+    same[0] = False
+    return rows[order][~same], np.flatnonzero(~bulk)
+
+
+def _codes(values):
+    """A string column's values as numbers (numpy), equal where the strings are, null one of its own."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 BATCH = 65_536  # rows of the measures' file read at a time

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import operator
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial, reduce
+from functools import cache, partial, reduce
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -178,13 +179,21 @@ def chosen_of_files(files: list[str], kinds: tuple[str, ...]) -> tuple[list[Keys
 
     by = ("bundle", "kind", "name")
     merged: pa.Table | None = None
-    for chosen in _each_file(files, partial(_choices_of_file, kinds=kinds)):
+    waiting: list[pa.Table] = []
+    for n, chosen in enumerate(_each_file(files, partial(_choices_of_file, kinds=kinds))):
         if chosen is None:
             return None
-        # merged as they come: every file's choice held until the end was 80 files x the groups' candidates at
-        # lab 8 GiB (the driver's peak 386 MiB against 323)
-        merged = chosen if merged is None else _choose(pa.concat_tables([merged, chosen]), by, KEEP_PER_RULE)
+        # merged MERGED_FILES at a time: every file's choice held until the end was 80 files x the groups'
+        # candidates at lab 8 GiB (the driver's peak 386 MiB against 323); merged one by one, the choice over
+        # what was merged so far was made again per file (two thirds of the choice's CPU at lab 8 GiB)
+        waiting.append(chosen)
+        if len(waiting) == MERGED_FILES or n == len(files) - 1:
+            merged = _choose(pa.concat_tables([*([merged] if merged is not None else []), *waiting]), by, KEEP_PER_RULE)
+            waiting = []
     return _chosen_keys(merged, list(by)) if merged is not None else ([], [])
+
+
+MERGED_FILES = 8  # files' choices merged at once (chosen_of_files)
 
 
 def _choices_of_file(path: str, kinds: tuple[str, ...]) -> pa.Table | None:
@@ -278,13 +287,16 @@ def _rows_of_file(path: str, ranges: dict[tuple[int, int], Any] | None) -> list[
     else:  # the rows grouped by range, each range's against its wanted lines: linear in rows and ranges
         keys = stored.read(columns=["sid", "block", "first_rel"], use_threads=False)
         sid, block, first_rel = (keys.column(name).to_numpy() for name in ("sid", "block", "first_rel"))
-        pairs, pair_of = np.unique(np.stack([sid.astype(np.int64), block]), axis=1, return_inverse=True)
-        order = np.argsort(pair_of.ravel(), kind="stable")
-        bounds = np.searchsorted(pair_of.ravel()[order], np.arange(pairs.shape[1] + 1))
+        # (one sort of two number columns: np.unique of their pairs, axis=1, sorted a row of bytes each, a
+        # third of the read at lab 8 GiB)
+        order = np.lexsort((block, sid))
+        sid, block = sid[order], block[order]
+        bounds = np.r_[np.flatnonzero(np.r_[True, (sid[1:] != sid[:-1]) | (block[1:] != block[:-1])]), len(order)]
         keep = np.zeros(keys.num_rows, dtype=bool)
-        for p, pair in enumerate(zip(*pairs.tolist(), strict=True)):
+        for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            pair = (int(sid[start]), int(block[start]))
             if pair in ranges:
-                rows = order[bounds[p] : bounds[p + 1]]
+                rows = order[start:end]
                 keep[rows] = np.isin(first_rel[rows], ranges[pair])
     if not keep.any():
         return []
@@ -574,10 +586,9 @@ def collect_evidence(
         if not matched and not catalogued:
             return [], {}, []
         if stored is not None and files:
-            held = stored.rows(events.sparkSession, rows_of_files(files, None))
+            matches, hits = _rows_in_detail(events.sparkSession, stored, rows_of_files(files, None))
         else:
-            held = events.where((F.size("matches") > 0) | (F.size("entries") > 0))
-        matches, hits = _in_detail(held)
+            matches, hits = _in_detail(events.where((F.size("matches") > 0) | (F.size("entries") > 0)))
         counts: Counts = {}
         for match in matches:
             counts[match.bundle, match.rule] = counts.get((match.bundle, match.rule), 0) + 1
@@ -596,10 +607,9 @@ def collect_evidence(
     entries = {(r["sid"], r["block"], r["first_rel"], r["entry"]) for r in entry_rows}
     if stored is not None and files:
         places = {(int(r["sid"]), int(r["block"]), int(r["first_rel"])) for r in rows}
-        chosen = stored.rows(events.sparkSession, rows_of_files(files, places))
+        matches, hits = _rows_in_detail(events.sparkSession, stored, rows_of_files(files, places), rules, entries)
     else:
-        chosen = chosen_events_of(events, rows)
-    matches, hits = _in_detail(chosen, rules, entries)
+        matches, hits = _in_detail(chosen_events_of(events, rows), rules, entries)
     counts = {(group["bundle"], group["entry"]): group["cnt"] for group in entry_groups}
     return (
         _findings(matches, blocks, manifest),
@@ -675,6 +685,104 @@ def _in_detail(
 
 
 _COMMON = ("sid", "bundle", "block", "first_rel", "time", "host", "level", "event_lines", "event_text")
+
+
+def _rows_in_detail(
+    spark: SparkSession,
+    stored: EventsResult,
+    rows: pa.Table,
+    rules: Chosen | None = None,
+    entries: Chosen | None = None,
+) -> tuple[list[SimpleNamespace], list[SimpleNamespace]]:
+    """_in_detail of the rows the driver read from the table's files (rows_of_files), in their order: on the
+    driver where its answer is certain to be Spark's (_detail_here), Spark's _in_detail for the other rows only.
+    Handing every row to Spark for its entities' regexes and splits cost a Spark job that sent each event's text
+    to the JVM and back (lab 1 GiB: 4 s of the findings lap's 7 s, for 6,200 events)."""
+    import numpy as np
+    from pyspark.sql.types import TimestampType
+
+    timestamp = TimestampType().fromInternal  # a time as Spark's collect gives it (naive, the process's zone)
+    matches: list[tuple[int, SimpleNamespace]] = []
+    hits: list[tuple[int, SimpleNamespace]] = []
+    left = np.zeros(rows.num_rows, dtype=bool)  # the rows Spark details
+    for at, event in enumerate(rows.to_pylist()):
+        done = _detail_here(event, rules, entries, timestamp)
+        if done is None:
+            left[at] = True
+            continue
+        matches += [(at, match) for match in done[0]]
+        hits += [(at, hit) for hit in done[1]]
+    if left.any():
+        spark_rows = rows.filter(left)
+        keys = zip(*(spark_rows.column(name).to_pylist() for name in ("sid", "block", "first_rel")), strict=True)
+        place = {key: int(at) for key, at in zip(keys, np.flatnonzero(left), strict=True)}
+        spark_matches, spark_hits = _in_detail(stored.rows(spark, spark_rows), rules, entries)
+        matches += [(place[item.sid, item.block, item.first_rel], item) for item in spark_matches]
+        hits += [(place[item.sid, item.block, item.first_rel], item) for item in spark_hits]
+        matches.sort(key=operator.itemgetter(0))  # (stable: an event's items stay in their order)
+        hits.sort(key=operator.itemgetter(0))
+    return [match for _, match in matches], [hit for _, hit in hits]
+
+
+def _detail_here(
+    event: dict[str, Any], rules: Chosen | None, entries: Chosen | None, timestamp: Callable[[int], datetime]
+) -> tuple[list[SimpleNamespace], list[SimpleNamespace]] | None:
+    """_in_detail's items of one event (a row of the table's files as a dict), or None when only Spark gives
+    them for certain: a text that is not ASCII (Java's and Python's regexes read `\\b`, `\\s` and `\\d` alike
+    on ASCII only: Java's `\\b` sees a non-ASCII letter as a word's by JVM version), a time the task left raw
+    (Spark parses it by the layout's pattern), an item's line outside the text (Spark's element_at)."""
+    text, micros = event["text"], event["time"]
+    if not isinstance(text, str) or not text.isascii() or (micros is None and event["ts"] is not None):
+        return None
+    lines = text.split("\n")  # (Spark's split of "\n": every piece, empty ones at either end too)
+    items = [*(event["matches"] or ()), *(event["entries"] or ())]
+    if not all(isinstance(item["idx"], int) and 0 <= item["idx"] < len(lines) for item in items):
+        return None
+    key = (event["sid"], event["block"], event["first_rel"])
+    last = event["last_rel"]
+    common = {
+        **{name: event[name] for name in ("sid", "bundle", "block", "first_rel")},
+        "time": None if micros is None else timestamp(micros),
+        **{name: event[name] for name in ("host", "level")},
+        "event_lines": None if last is None else last - event["first_rel"] + 1,
+        "event_text": _text_kept(text),
+    }
+    matches, hits = [], []
+    found: dict[str, str | None] | None = None
+    for match in event["matches"] or ():
+        rule, captures, idx = match["rule"], match["captures"], match["idx"]
+        if rules is None or (*key, rule) in rules:
+            found = found if found is not None else _entities_here(text)
+            captures = None if captures is None else dict(captures)
+            matches.append(
+                SimpleNamespace(**common, **found, rule=rule, captures=captures, idx=idx, line_text=lines[idx][:600])
+            )
+    for hit in event["entries"] or ():
+        entry, idx = hit["entry"], hit["idx"]
+        if entries is None or (*key, entry) in entries:
+            hits.append(SimpleNamespace(**common, entry=entry, idx=idx, line_text=lines[idx][:600]))
+    return matches, hits
+
+
+def _text_kept(text: str) -> str:
+    """_event_text of an event's text."""
+    if len(text) <= EVENT_TEXT_MAX:
+        return text
+    return text[:EVENT_HEAD] + f"\n{OMITTED}\n" + text[-EVENT_TAIL:]
+
+
+def _entities_here(text: str) -> dict[str, str | None]:
+    """_entities of an ASCII text, by Python's regexes in ASCII mode (read there as Java reads them)."""
+    found: dict[str, str | None] = {}
+    for name, (pattern, words) in _ascii_entities().items():
+        match = pattern.search(text) if any(word in text for word in words) else None
+        found[name] = (match.group(1) or None) if match else None  # (regexp_extract's "" is null: nullif)
+    return found
+
+
+@cache
+def _ascii_entities() -> dict[str, tuple[re.Pattern[str], tuple[str, ...]]]:
+    return {name: (re.compile(pattern, re.ASCII), words) for name, (pattern, words) in ENTITIES.items()}
 
 
 def _findings(detailed: Sequence[Detailed], blocks: Blocks, manifest: Manifest) -> list[Finding]:
