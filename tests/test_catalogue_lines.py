@@ -433,3 +433,40 @@ def test_line_hits_decide_each_entry_on_its_lines_as_the_lines_read(monkeypatch)
     assert hits == {0: ["rest", "whole"], 1: ["rest", "whole"], 2: ["rest"], 3: ["rest"], 5: ["rest", "whole"]}
     # `rest` tried once per distinct rest (2: "Ex: boom", "Exception: boom"), `whole` per line but the frame (5)
     assert sorted(searched) == sorted(["Ex: boom", lines[5], *(lines[i] for i in (0, 1, 2, 3, 5))])
+
+
+def test_an_event_is_framed_by_any_of_its_lines_up_to_its_cap(monkeypatch):
+    """_framed reads each event's second and third lines first, then every line of the others: the same answer
+    as every line read, for a frame on the second, third or fifth line, none, one past the event's cap (not
+    read), and a one-line event at a joined file's end whose next line (the next file's first) is a frame. The
+    lines read: the second lines, the third lines of events not framed by their second, then every line of the
+    events framed by neither."""
+    from flinkdoctor.scan import scanner
+    from flinkdoctor.scan.scanner import MAX_EVENT_LINES
+
+    header = b"2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
+    frame = b"\tat a.B.c(B.java:1)\n"
+    events = [
+        header + frame + frame,
+        header + b"java.io.IOException: x\n" + frame,
+        header + b"a\nb\nc\n" + frame,
+        header,
+        header + b"a\nb\n",
+        header + b"m\n" * MAX_EVENT_LINES + frame,
+        header + b"m\n" * (MAX_EVENT_LINES - 2) + frame,
+        header,
+    ]
+    first = b"".join(events)
+    scanned, capped = _events_of(first + frame + header, files=[0, len(first)])
+    every = np.arange(len(scanned.first))
+    expected = []
+    for event in every.tolist():
+        lines = range(scanned.first[event], capped[event] + 1)
+        expected.append(any(bytes(scanned.data[scanned.starts[i] : scanned.starts[i] + 5]) == b"\tat a" for i in lines))
+    assert expected == [True, True, True, False, False, False, True, False, True, False]
+    read = []
+    named = scanner._named_frame
+    monkeypatch.setattr(scanner, "_named_frame", lambda data, at, top: read.append(len(at)) or named(data, at, top))
+    assert scanned._framed(every, capped).tolist() == expected
+    assert read == [6, 5, 5 + 1 + 3 + MAX_EVENT_LINES + MAX_EVENT_LINES + 1 + 1 + 1]
+    assert scanned._framed(every[::-1], capped).tolist() == expected[::-1]
