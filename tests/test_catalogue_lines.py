@@ -470,3 +470,19 @@ def test_an_event_is_framed_by_any_of_its_lines_up_to_its_cap(monkeypatch):
     assert scanned._framed(every, capped).tolist() == expected
     assert read == [6, 5, 5 + 1 + 3 + MAX_EVENT_LINES + MAX_EVENT_LINES + 1 + 1 + 1]
     assert scanned._framed(every[::-1], capped).tolist() == expected[::-1]
+
+
+def test_a_header_is_flagged_on_its_own_line_only():
+    """_Events flags the lines that can start a header with RE2 in place, each its own value, and the lines up to
+    the next such line as one value: a line whose header regex would match only with the next line's bytes
+    (`\\s+` taking the newline and the next line's blank before `- `) is no header, as when each line is read
+    alone; a line that cannot start one (a frame) is none either, and the lines read are the headers'."""
+    from flinkdoctor.scan.headers import header_fields
+
+    header = "2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
+    split = "2026-03-01 00:00:01,000 WARN  org.apache.Foo [main]\n - not a header\n"
+    lines = [header, "\tat a.B.c(B.java:1)\n", split, header, "java.io.IOException\n", header]
+    events, _ = _events_of("".join(lines).encode())
+    alone = [bool(header_fields("flink-log4j2", line.split("\n")[0])) for line in "".join(lines).splitlines(True)]
+    assert alone == [True, False, False, False, True, False, True]
+    assert events.header.tolist() == alone
