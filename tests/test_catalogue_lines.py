@@ -310,8 +310,7 @@ def test_lines_all_empty_are_their_own_rests():
     from flinkdoctor.scan.catalogue import _binary, _rests
 
     for count in (1, 3):
-        sizes = np.zeros(count, dtype=np.int64)
-        assert _rests(_binary(b"", np.zeros(count + 1, dtype=np.int64)), sizes).to_pylist() == [b""] * count
+        assert _rests(_binary(b"", np.zeros(count + 1, dtype=np.int64))).to_pylist() == [b""] * count
 
 
 @settings(max_examples=300, deadline=None)
@@ -319,20 +318,171 @@ def test_lines_all_empty_are_their_own_rests():
     st.lists(st.binary(max_size=40).map(lambda b: bytes(c for c in b if c != 10)), min_size=1, max_size=8), st.data()
 )
 def test_a_lines_rest_starts_after_its_own_prefix_bytes_only(lines, data):
-    """catalogue._rests: each span's rest is the span after its first bytes of PREFIX_BYTES (at most PREFIX_MAX,
-    and never past the span: a file's last line has no newline, and the next file's first line follows it at
-    once; a span of prefix bytes alone took the next one's into its skip without the `inside` cap: review15b's
-    surviving mutant)."""
+    """catalogue._rests: each span's rest is the span after its leading bytes of PREFIX_BYTES, never past the
+    span (a file's last line has no newline, and the next file's first line follows it at once: a span of
+    prefix bytes alone took the next one's into its skip in review15b's surviving mutant), whatever its other
+    bytes (not UTF-8 here)."""
     import numpy as np
 
-    from flinkdoctor.scan.catalogue import PREFIX_BYTES, PREFIX_MAX, _binary, _rests
+    from flinkdoctor.scan.catalogue import PREFIX_BYTES, _binary, _rests
 
     prefixes = st.sampled_from([b"2026-11-27 ", b"1", b"", b"12:00 ", b"9" * 40])
     spans = [data.draw(prefixes) + line + data.draw(st.sampled_from([b"\n", b""])) for line in lines]
     joined = b"".join(spans)
     sizes = np.array([len(span) for span in spans], dtype=np.int64)
-    rests = _rests(_binary(joined, np.append(np.cumsum(sizes) - sizes, len(joined))), sizes).to_pylist()
+    rests = _rests(_binary(joined, np.append(np.cumsum(sizes) - sizes, len(joined)))).to_pylist()
     for span, rest in zip(spans, rests, strict=True):
-        head = span[:PREFIX_MAX]
-        skip = next((i for i, byte in enumerate(head) if byte not in PREFIX_BYTES), len(head))
+        skip = next((i for i, byte in enumerate(span) if byte not in PREFIX_BYTES), len(span))
         assert rest == span[skip:]
+
+
+# regexes whose match on a line after its timestamp reads what comes before the match's start, or that may start
+# in the timestamp: each must be tried on the whole line (catalogue._reads_on False), with a line where the rest's
+# answer differs from the line's
+WHOLE_LINE = [
+    (r"\bE", "2026-01-01 5E"),  # a word boundary at the start
+    (r"(?<!\d)E", "2026-01-01 5E"),  # a look-behind
+    (r"(\bE)x", "2026-01-01 5Ex"),  # ... inside a group
+    (r"(?:\bE){1,2}", "2026-01-01 5E"),  # ... a repeat
+    (r"x|\bF", "2026-01-01 5F"),  # ... an alternative
+    (r"(?>\bE)", "2026-01-01 5E"),  # ... an atomic group
+    (r"E(?=(?<=5E))", "2026-01-01 5E"),  # ... a look-ahead holding a look-behind
+    (r"^E", "2026-01-01 E"),  # an anchor at the start
+    (r"(?:(?=\d)\d*)E", "2026-01-01 5E"),  # a first node that matches an empty string, dropped by the pattern
+    (r"\d+ E", "2026-01-01 5 E"),  # a first node that starts on a timestamp's bytes
+]
+# regexes that read only from their match's start on, and cannot start on such a byte: tried on the rest
+ON_REST = [r"E(?=x)", r"E$", r"(?:Ex|F)+y?", r"[A-Z]\w+Exception: \d+"]
+
+
+@pytest.mark.parametrize(("regex", "line"), WHOLE_LINE)
+def test_a_regex_that_reads_before_its_match_is_tried_on_the_whole_line(regex, line):
+    """catalogue._reads_on: False for each way a regex reads before its match's start or may start in a line's
+    timestamp, and the line's answer is not its rest's (so line_hits, keyed by rests, would answer wrong)."""
+    from flinkdoctor.knowledge.regexes import python_regex
+    from flinkdoctor.scan.catalogue import PREFIX_CHARS, _reads_on
+
+    rest = line.lstrip(PREFIX_CHARS)
+    assert (python_regex(regex).search(line) is None) != (python_regex(regex).search(rest) is None)
+    assert not _reads_on(regex)
+
+
+@pytest.mark.parametrize("regex", ON_REST)
+def test_a_regex_that_reads_forward_only_is_tried_on_rests(regex):
+    from flinkdoctor.scan.catalogue import _reads_on
+
+    assert _reads_on(regex)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([r for r, _ in WHOLE_LINE] + ON_REST), st.text("0123456789-:,. EFxy5\u00e9", max_size=12))
+def test_a_regex_tried_on_rests_answers_as_on_the_line(regex, line):
+    """Where _reads_on says a rest answers for its line, Python's `re` finds a match in both or in neither."""
+    from flinkdoctor.knowledge.regexes import python_regex
+    from flinkdoctor.scan.catalogue import PREFIX_CHARS, _reads_on
+
+    if _reads_on(regex):
+        pattern = python_regex(regex)
+        assert (pattern.search(line) is None) == (pattern.search(line.lstrip(PREFIX_CHARS)) is None)
+
+
+def test_line_hits_decide_each_entry_on_its_lines_as_the_lines_read(monkeypatch):
+    """line_hits keyed by rests: header lines that differ by their time only share a rest, and every entry's hit
+    is its regex's answer on the line itself, for an entry tried on rests and one that must read whole lines
+    (a word boundary on a time's last digit); a frame line holds no hit, whatever its rest."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from flinkdoctor.knowledge.regexes import python_regex
+    from flinkdoctor.scan import catalogue
+    from flinkdoctor.scan.catalogue import candidates, catalogue_index, line_hits
+
+    entries = (SimpleNamespace(id="rest", regex=r"Ex(?:ception)?: \w+"), SimpleNamespace(id="whole", regex=r"\bEx"))
+    index = catalogue_index(SimpleNamespace(entries=entries))
+    lines = [
+        "2026-01-01 00:00:00,001 Ex: boom",  # both (a boundary after the blank)
+        "2026-01-01 00:00:00,002 Ex: boom",  # the same rest
+        "2026-01-01 00:00:00,0035Ex: boom",  # the same rest, no boundary before it: `rest` only
+        "... 5Ex: boom",  # no frame (`...` then a digit and a word): `rest` only
+        "\t... 3 more Ex: boom",  # a frame: neither
+        "Exception: boom",  # both, no time
+    ]
+    data = np.frombuffer("".join(line + "\n" for line in lines).encode(), dtype=np.uint8)
+    starts = np.cumsum([0] + [len(line) + 1 for line in lines])
+    spans, numbers = candidates(index, data, starts[:-1], starts[1:])
+    assert len(spans)
+
+    def texts(at):
+        return pa.array([lines[i] for i in at.tolist()])
+
+    searched = []
+
+    class Counted:
+        def __init__(self, regex):
+            self.pattern = python_regex(regex)
+
+        def search(self, text):
+            searched.append(text)
+            return self.pattern.search(text)
+
+    monkeypatch.setattr(catalogue, "python_regex", Counted)
+    events = np.arange(len(lines))  # one event per line
+    found = line_hits(index, events[spans], numbers, spans, events, texts)
+    hits = {event: sorted(hit["entry"] for hit in rows) for event, rows in found.hits.items()}
+    assert hits == {0: ["rest", "whole"], 1: ["rest", "whole"], 2: ["rest"], 3: ["rest"], 5: ["rest", "whole"]}
+    # `rest` tried once per distinct rest (2: "Ex: boom", "Exception: boom"), `whole` per line but the frame (5)
+    assert sorted(searched) == sorted(["Ex: boom", lines[5], *(lines[i] for i in (0, 1, 2, 3, 5))])
+
+
+def test_an_event_is_framed_by_any_of_its_lines_up_to_its_cap(monkeypatch):
+    """_framed reads each event's second and third lines first, then every line of the others: the same answer
+    as every line read, for a frame on the second, third or fifth line, none, one past the event's cap (not
+    read), and a one-line event at a joined file's end whose next line (the next file's first) is a frame. The
+    lines read: the second lines, the third lines of events not framed by their second, then every line of the
+    events framed by neither."""
+    from flinkdoctor.scan import scanner
+    from flinkdoctor.scan.scanner import MAX_EVENT_LINES
+
+    header = b"2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
+    frame = b"\tat a.B.c(B.java:1)\n"
+    events = [
+        header + frame + frame,
+        header + b"java.io.IOException: x\n" + frame,
+        header + b"a\nb\nc\n" + frame,
+        header,
+        header + b"a\nb\n",
+        header + b"m\n" * MAX_EVENT_LINES + frame,
+        header + b"m\n" * (MAX_EVENT_LINES - 2) + frame,
+        header,
+    ]
+    first = b"".join(events)
+    scanned, capped = _events_of(first + frame + header, files=[0, len(first)])
+    every = np.arange(len(scanned.first))
+    expected = []
+    for event in every.tolist():
+        lines = range(scanned.first[event], capped[event] + 1)
+        expected.append(any(bytes(scanned.data[scanned.starts[i] : scanned.starts[i] + 5]) == b"\tat a" for i in lines))
+    assert expected == [True, True, True, False, False, False, True, False, True, False]
+    read = []
+    named = scanner._named_frame
+    monkeypatch.setattr(scanner, "_named_frame", lambda data, at, top: read.append(len(at)) or named(data, at, top))
+    assert scanned._framed(every, capped).tolist() == expected
+    assert read == [6, 5, 5 + 1 + 3 + MAX_EVENT_LINES + MAX_EVENT_LINES + 1 + 1 + 1]
+    assert scanned._framed(every[::-1], capped).tolist() == expected[::-1]
+
+
+def test_a_header_is_flagged_on_its_own_line_only():
+    """_Events flags the lines that can start a header with RE2 in place, each its own value, and the lines up to
+    the next such line as one value: a line whose header regex would match only with the next line's bytes
+    (`\\s+` taking the newline and the next line's blank before `- `) is no header, as when each line is read
+    alone; a line that cannot start one (a frame) is none either, and the lines read are the headers'."""
+    from flinkdoctor.scan.headers import header_fields
+
+    header = "2026-03-01 00:00:00,000 INFO  org.apache.Foo [main] - failed\n"
+    split = "2026-03-01 00:00:01,000 WARN  org.apache.Foo [main]\n - not a header\n"
+    lines = [header, "\tat a.B.c(B.java:1)\n", split, header, "java.io.IOException\n", header]
+    events, _ = _events_of("".join(lines).encode())
+    alone = [bool(header_fields("flink-log4j2", line.split("\n")[0])) for line in "".join(lines).splitlines(True)]
+    assert alone == [True, False, False, False, True, False, True]
+    assert events.header.tolist() == alone

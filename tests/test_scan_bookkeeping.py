@@ -179,23 +179,22 @@ def test_a_signature_of_the_header_alone_keeps_its_decisions_but_not_those_a_lat
 
 
 def test_a_lines_rest_is_what_follows_its_leading_timestamp_bytes(log):
-    """catalogue._rests: each line without its first bytes of PREFIX_BYTES (at most PREFIX_MAX), whatever the
-    line: a log4j header's time and the blank after it, a line of digits only, a blank line, a frame, a piece's
-    marker byte first, a line longer than the cut's reach in those bytes. On a lab TaskManager's header lines
+    """catalogue._rests: each line without its leading bytes of PREFIX_BYTES, whatever the line: a log4j header's
+    time and the blank after it, a line of digits only, a blank line, a frame, a piece's marker byte first, a
+    line of more such bytes than a timestamp holds. On a lab TaskManager's header lines
     some rests repeat where the lines do not (they differ by their times; a replayed corpus repeats most)."""
-    from flinkdoctor.scan.catalogue import PREFIX_MAX, _binary, _rests
+    from flinkdoctor.scan.catalogue import _binary, _rests
 
     header = next(line for line in log.split(b"\n") if line.startswith(b"2026-"))
     lines = [header + b"\n", b"12345", b"\n", b"\tat x.y(Z.java:1)\r\n", b"\x002026-11-22 x\n", b"1 " * 40 + b"x\n"]
     joined = b"".join(lines)
     offsets = np.cumsum([0] + [len(line) for line in lines])
-    sizes = np.diff(offsets)
-    rests = _rests(_binary(joined, offsets), sizes).to_pylist()
-    assert rests == [header[24:] + b"\n", b"", b"\n", lines[3], lines[4], lines[5][PREFIX_MAX:]]
+    rests = _rests(_binary(joined, offsets)).to_pylist()
+    assert rests == [header[24:] + b"\n", b"", b"\n", lines[3], lines[4], b"x\n"]
     assert header[:24].decode().count(":") == 2 and header[24:25] not in b"0123456789-:,. "
     headers = [line + b"\n" for line in log.split(b"\n") if line.startswith(b"2026-")]
     offsets = np.cumsum([0] + [len(line) for line in headers])
-    rests = set(_rests(_binary(b"".join(headers), offsets), np.diff(offsets)).to_pylist())
+    rests = set(_rests(_binary(b"".join(headers), offsets)).to_pylist())
     assert len(set(headers)) > 1000 and len(rests) < 0.9 * len(set(headers))  # (879 of 1,036)
 
 

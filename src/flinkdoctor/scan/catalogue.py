@@ -20,15 +20,13 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
-from ..knowledge.regexes import python_regex
+from ..knowledge.regexes import ATOMIC, POSSESSIVE, Node, NodeArg, parse, python_regex, sre
 from ..runtime.userstate import cached, read_stored, store, stored_path
 from .patterns import first_bytes, hyperscan_pattern, spans_lines
 from .prefilter import Bytes, Positions, compiled_with_modes, distinct
 
 if TYPE_CHECKING:
     import hyperscan
-    import numpy as np
-    import numpy.typing as npt
     import pyarrow as pa
 
     from ..knowledge.catalogue import Catalogue
@@ -52,7 +50,7 @@ T = TypeVar("T")
 # the bytes of a log line's leading timestamp (`2026-11-22 11:12:07,808 `), which a line's first bytes of them
 # are skipped for in the catalogue's pass, by the patterns that cannot start on one
 PREFIX_BYTES = frozenset(b"0123456789-:,. ")
-PREFIX_MAX = 32
+PREFIX_CHARS = bytes(sorted(PREFIX_BYTES)).decode("ascii")
 FRAME = re.compile(r"\s*(?:at\s+\S|\.\.\.\s+\d+\s+(?:more|common frames omitted))")
 
 
@@ -337,7 +335,7 @@ def candidates(
     pairs = [none]
     lines = _binary(joined, np.append(starts, len(joined)))
     if of_rests is not None:
-        pairs.append(_distinct_span_pairs(of_rests, _rests(lines, sizes)))
+        pairs.append(_distinct_span_pairs(of_rests, _rests(lines)))
     if of_prefixed is not None:
         pairs.append(_distinct_span_pairs(of_prefixed, lines))
     if of_spanning is not None:
@@ -366,37 +364,20 @@ def _binary(buffer: bytes, offsets: Positions) -> pa.LargeBinaryArray:
     return array
 
 
-def _rests(lines: pa.LargeBinaryArray, sizes: Positions) -> pa.LargeBinaryArray:
-    """Each line after its first bytes of PREFIX_BYTES (at most PREFIX_MAX: a log4j timestamp and the blank
-    after it): a pattern that cannot start on such a byte finds the same matches in it as in the line, and the
-    rests of a lab part's lines are 3 % of their distinct bytes (each header line differs by its time only)."""
-    import numpy as np
+def _rests(lines: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
+    """Each line after its leading bytes of PREFIX_BYTES: a pattern that cannot start on such a byte finds the
+    same matches in it as in the line, however many it skips (the pattern reads nothing before its start:
+    patterns.py drops anchors, word boundaries and look-arounds), and the rests of a lab part's lines are 3 % of
+    their distinct bytes (each header line differs by its time only). Arrow trims them in one pass over the
+    bytes (a lab part's 52,000 lines: 1.4 ms; a skip worked out in numpy over each line's first 32 bytes took
+    23 ms)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
-    data = np.frombuffer(lines.buffers()[2] or pa.py_buffer(b""), dtype=np.uint8)
-    if not len(data):  # every line empty: so is its rest
-        return lines
-    head = offsets[:-1, None] + np.arange(PREFIX_MAX)
-    inside = head < (offsets[:-1] + sizes)[:, None]
-    prefix = _prefix_table()[data[np.minimum(head, len(data) - 1)]] & inside
-    # (a byte past the line's end is not `inside`: the skip ends at the line's end at the latest)
-    skip = np.where(prefix.all(axis=1), PREFIX_MAX, prefix.argmin(axis=1)).astype(np.int64)
-    both = np.empty(2 * len(sizes) + 1, dtype=np.int64)  # each line's prefix, then its rest, back to back
-    both[0:-1:2], both[1::2], both[-1] = offsets[:-1], offsets[:-1] + skip, offsets[-1]
-    parts = pa.Array.from_buffers(pa.large_binary(), len(both) - 1, [None, pa.py_buffer(both), lines.buffers()[2]])
-    rests: pa.LargeBinaryArray = parts.take(pa.array(np.arange(1, len(both) - 1, 2)))
+    # (viewed as text, not checked as UTF-8: the trim reads single ASCII bytes, any others are kept as they are)
+    trimmed = pc.ascii_ltrim(lines.view(pa.large_string()), characters=PREFIX_CHARS)
+    rests: pa.LargeBinaryArray = trimmed.view(pa.large_binary())
     return rests
-
-
-@lru_cache(maxsize=1)
-def _prefix_table() -> npt.NDArray[np.bool_]:
-    """Per byte value, whether it is one of PREFIX_BYTES."""
-    import numpy as np
-
-    table = np.zeros(256, dtype=bool)
-    table[list(PREFIX_BYTES)] = True
-    return table
 
 
 def _distinct_span_pairs(database: hyperscan.Database, spans: pa.LargeBinaryArray) -> Positions:
@@ -500,6 +481,7 @@ def line_hits(
     with every retry), and `line_texts` gives the texts of the distinct lines (ascending) in one call, as an
     Arrow array: only its distinct texts become Python strings."""
     import numpy as np
+    import pyarrow.compute as pc
 
     if not len(events):
         return Candidates({}, {})
@@ -507,15 +489,25 @@ def line_hits(
     events, entries, lines = events[order], entries[order], lines[order]
     numbered, line_of = np.unique(lines, return_inverse=True)
     encoded = line_texts(numbered).dictionary_encode()  # each distinct text numbered
-    text_of_line = encoded.indices.to_numpy().astype(np.int64)
+    text_of = encoded.indices.to_numpy().astype(np.int64)[line_of.reshape(-1)]  # per triple, its line's text
     texts = encoded.dictionary.to_pylist()
-    frame = [FRAME.match(text) is not None for text in texts]
-    pairs, pair_of = np.unique(entries * len(texts) + text_of_line[line_of], return_inverse=True)
+    # a regex that reads a line from its match's start on only, and cannot start on a byte of a timestamp, is
+    # tried once per distinct rest of a line after its leading PREFIX_CHARS (a lab part's header lines differ
+    # by their time only: 12,866 distinct (entry, line) pairs, 1,157 (entry, rest) ones): texts, then rests
+    rests = pc.utf8_ltrim(encoded.dictionary, characters=PREFIX_CHARS).dictionary_encode()
+    rest_of = rests.indices.to_numpy().astype(np.int64)
+    keyed = texts + rests.dictionary.to_pylist()
+    distinct_entries, entry_of = np.unique(entries, return_inverse=True)
     regexes = index.regexes
-    matched = np.array(
+    by_rest = np.array([_reads_on(regexes[e]) for e in distinct_entries.tolist()], dtype=bool)[entry_of.reshape(-1)]
+    key = np.where(by_rest, len(texts) + rest_of[text_of], text_of)
+    tried = ~np.array([FRAME.match(text) is not None for text in texts], dtype=bool)[text_of]  # no frame
+    pairs, pair_of = np.unique(entries[tried] * len(keyed) + key[tried], return_inverse=True)
+    matched = np.zeros(len(events), dtype=bool)
+    matched[tried] = np.array(
         [
-            not frame[text] and python_regex(regexes[entry]).search(texts[text]) is not None
-            for entry, text in zip(*(side.tolist() for side in np.divmod(pairs, len(texts))), strict=True)
+            python_regex(regexes[entry]).search(keyed[text]) is not None
+            for entry, text in zip(*(side.tolist() for side in np.divmod(pairs, len(keyed))), strict=True)
         ],
         dtype=bool,
     )[pair_of.reshape(-1)]
@@ -528,6 +520,53 @@ def line_hits(
     ids, idx = index.ids, (lines[hit_at] - first[events[hit_at]]).tolist()
     rows = [{"entry": ids[entry], "idx": at} for entry, at in zip(entries[hit_at].tolist(), idx, strict=True)]
     return Candidates(found, _by_event(events[hit_at], rows))
+
+
+@lru_cache(maxsize=4096)
+def _reads_on(regex: str) -> bool:
+    """Whether the regex finds a match in a line exactly when it finds one in the line's rest after its leading
+    PREFIX_CHARS: its first node cannot match an empty string (nor be an assertion) and cannot start on one of
+    them (first_bytes, which then reads that node), so every match starts after them, and nothing in it can look
+    before the match's start (a `^`, `\\A`, a look-behind, or a `\\b` or `\\B` anywhere: where one stands is
+    not worked out), so from there it reads the same characters in both."""
+    if _may_start_on_prefix(regex):
+        return False
+    try:
+        tree = parse(regex)
+        return len(tree) > 0 and tree[0:1].getwidth()[0] > 0 and _forward(list(tree))
+    except Exception:  # noqa: BLE001 - read like first_bytes read it: unknown, so tried on the whole line
+        return False
+
+
+FORWARD_ANCHORS = frozenset({sre.AT_END, sre.AT_END_LINE, sre.AT_END_STRING})  # `$`, `\Z`: they look ahead
+
+
+def _forward(items: list[Node]) -> bool:
+    """Whether no node reads a character before its own position (_reads_on); False for a node not known."""
+    for op, av in items:
+        if (op is sre.AT and av not in FORWARD_ANCHORS) or (op in (sre.ASSERT, sre.ASSERT_NOT) and av[0] < 0):
+            return False  # (a look-behind's direction is -1)
+        inside = _inside(op, av)
+        if inside is None or not all(_forward(list(nodes)) for nodes in inside):
+            return False
+    return True
+
+
+def _inside(op: object, av: NodeArg) -> list[list[Node]] | None:
+    """The node's own nodes, in lists (a group's, each alternative's); None for a node not known."""
+    if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY, sre.GROUPREF, sre.AT):
+        return []
+    if op in (sre.ASSERT, sre.ASSERT_NOT):
+        return [av[1]]
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, POSSESSIVE):
+        return [av[2]]
+    if op is sre.SUBPATTERN:
+        return [av[3]]
+    if op is ATOMIC:
+        return [av]
+    if op is sre.BRANCH:
+        return list(av[1])
+    return None
 
 
 def _by_event(events: Positions, values: list[T]) -> dict[int, list[T]]:
