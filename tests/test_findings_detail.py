@@ -61,9 +61,9 @@ def _rows(raw_time_at: int | None = None):
 
 
 def _stored():
-    from flinkdoctor.scan.events import EventsResult, Times
+    from flinkdoctor.scan.events import EventsResult, TimeReading
 
-    return EventsResult("", {}, {}, Times(by_layout={"flink-log4j2": [0, 1]}))
+    return EventsResult("", {}, {}, TimeReading(by_layout={"flink-log4j2": [0, 1]}))
 
 
 def test_the_drivers_detail_is_sparks(spark):
@@ -136,3 +136,18 @@ def test_entities_are_read_as_java_reads_them():
         "hdfs_path": "file:/ck/chk-42",
     }
     assert fd._entities_here(f"{JOB} checkpointed 12")["job_id"] is None
+
+
+def test_an_items_line_outside_the_text_goes_to_spark():
+    """An item whose line index is not one of the text's lines (Spark's element_at decides it) is not detailed on
+    the driver; the last line is (review18a: `idx <= len(lines)` crashed on the driver instead)."""
+    from pyspark.sql.types import TimestampType
+
+    from flinkdoctor.diagnosis import findings as fd
+
+    event = _rows().to_pylist()[0]  # two lines
+    for idx, here in ((1, True), (2, False), (-1, False)):
+        event["matches"] = [{"rule": "rule-0", "captures": None, "idx": idx}]
+        assert (fd._detail_here(event, None, None, TimestampType().fromInternal) is not None) is here
+        event["matches"], event["entries"] = [], [{"entry": "flink:1", "idx": idx}]
+        assert (fd._detail_here(event, None, None, TimestampType().fromInternal) is not None) is here
