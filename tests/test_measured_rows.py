@@ -464,3 +464,33 @@ def test_the_task_takes_the_captures_beside_its_batches(rules, tmp_path, monkeyp
     mapped = [m for ms in events.column("measures").to_pylist() for m in ms if m["captures"]]
     assert pq.read_table(tmp_path / "events" / "part-00000.parquet").to_pylist() == events.to_pylist()
     assert len(mapped) >= 1  # (a row the events file keeps, with its measures' maps)
+
+
+def test_the_measure_only_rows_worked_out_once_per_batch(rules, tmp_path, monkeypatch):
+    """A task with measured rows works out which rows are measure-only once per batch, in _batch from the rows'
+    columns and their measures' counts (before the lists are made), and hands the flags to the events file
+    (scanner.Kept): the flags are _measure_only of the batch made, on a real lab JobManager log."""
+    import numpy as np
+    from test_task_files import _task
+
+    from flinkdoctor.scan import scanner
+
+    calls = []
+    measure_only = scanner._measure_only
+
+    def counted(column):
+        calls.append(1)
+        return measure_only(column)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(scanner, "_measure_only", counted)
+        matcher, tasks, spec = _task(rules, tmp_path, "checkpoint-timeout.tar.gz", "standalonesession")
+    found = [out for part in tasks[0] for out in scanner.scan_part(part, matcher.prefilter, matcher, True, True)]
+    kept = [out for out in found if isinstance(out, scanner.Kept)]
+    assert len(calls) == len(kept) >= 1  # (once per batch: not again for the events file)
+    for out in kept:
+        assert out.measure_only is not None
+        again = scanner._measure_only(out.batch.column).to_numpy(zero_copy_only=False)
+        assert out.measure_only.to_numpy(zero_copy_only=False).tolist() == again.tolist()
+    flags = np.concatenate([out.measure_only.to_numpy(zero_copy_only=False) for out in kept])
+    assert flags.any() and not flags.all()
