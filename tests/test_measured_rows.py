@@ -494,3 +494,40 @@ def test_the_measure_only_rows_worked_out_once_per_batch(rules, tmp_path, monkey
         assert out.measure_only.to_numpy(zero_copy_only=False).tolist() == again.tolist()
     flags = np.concatenate([out.measure_only.to_numpy(zero_copy_only=False) for out in kept])
     assert flags.any() and not flags.all()
+
+
+def test_a_trigger_stamp_read_off_the_triggers_only():
+    """_stamped reads the epoch and number of the triggers only (a production batch's completions are half its
+    rows): per row, what reading every row gives where it is a trigger, nothing elsewhere."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.measured import _digits, _stamped
+
+    rng = np.random.default_rng(18)
+    pool = ["1772323201329", "0", "000", "12", "012", "", None, "1x", "٣", "9" * 19, "7"]
+    epochs = pa.array([pool[i] for i in rng.integers(0, len(pool), 400)], pa.string())
+    numbers = pa.array([pool[i] for i in rng.integers(0, len(pool), 400)], pa.string())
+    trigger = rng.random(400) < 0.5
+    epoch_digits, epoch_zero, epoch_null = _digits(epochs)  # (what Spark's casts say: the Spark test above)
+    number_digits, number_canonical, number_null = _digits(numbers, canonical=True)
+    every_stamped = ~epoch_null & ~number_null & epoch_digits & ~epoch_zero & number_digits & number_canonical
+    every_unsure = ~((epoch_null | epoch_digits) & (number_null | number_digits))
+    stamped, unsure = _stamped(epochs, numbers, trigger)
+    assert stamped.tolist() == (every_stamped & trigger).tolist() and stamped.any()
+    assert unsure.tolist() == (every_unsure & trigger).tolist() and unsure.any()
+    assert [f.tolist() for f in _stamped(epochs, numbers, np.zeros(400, dtype=bool))] == [[False] * 400] * 2
+
+
+def test_a_measures_kind_looked_up_by_its_position():
+    """measured._of_kinds: per measure, whether its metric's kind is one of those wanted; a position outside the
+    kinds (negative, or beyond them) is none of them."""
+    import numpy as np
+
+    from flinkdoctor.scan.measured import _of_kinds
+
+    kinds = ("a", "b", "a", "c")
+    metric = np.array([0, 1, 2, 3, 4, 9, -1, -2, -4, 2], dtype=np.int32)
+    assert _of_kinds(metric, kinds, {"a"}).tolist() == [True, False, True] + [False] * 6 + [True]
+    assert _of_kinds(metric, kinds, {"b", "c"}).tolist() == [False, True, False, True] + [False] * 6
+    assert not _of_kinds(metric, kinds, set()).any()
