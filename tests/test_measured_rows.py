@@ -531,3 +531,25 @@ def test_a_measures_kind_looked_up_by_its_position():
     assert _of_kinds(metric, kinds, {"a"}).tolist() == [True, False, True] + [False] * 6 + [True]
     assert _of_kinds(metric, kinds, {"b", "c"}).tolist() == [False, True, False, True] + [False] * 6
     assert not _of_kinds(metric, kinds, set()).any()
+
+
+def test_a_fixed_time_with_a_byte_beside_the_digits_is_not_read():
+    """read_fixed: a byte just below or above the digits ('/', ':') in any field's place, or anything but the
+    pattern's own byte in a literal's place, leaves the time unread; the digits' values are read."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.times import fixed_fields, read_fixed
+
+    good = "2026-03-01 07:08:09,123"
+    texts = [good]
+    for at, char in enumerate(good):
+        for other in ("/", ":", "0", "9", "-", " "):
+            if other != char and not (char.isdigit() and other.isdigit()):
+                texts.append(good[:at] + other + good[at + 1 :])
+    texts.append(good.replace("07", "19"))
+    times, read = read_fixed(pa.array(texts), *fixed_fields("yyyy-MM-dd HH:mm:ss,SSS"))
+    assert read.tolist() == [True] + [False] * (len(texts) - 2) + [True]
+    assert times[[0, -1]].astype("datetime64[ms]").astype(str).tolist() == [
+        "2026-03-01T07:08:09.123",
+        "2026-03-01T19:08:09.123",
+    ]
