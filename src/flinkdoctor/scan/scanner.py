@@ -1198,11 +1198,18 @@ def _header_fields(
         # the other rows' first lines, not their texts: a lab part's are its stack traces, tens of MB copied and
         # read for their newlines again
         full = _header_fields(part, heads.take(pa.array(rest)), headerless[rest])
-        # each row's value: its light one, or its full one (at len(heads) + its place among the rest): one take
-        at = np.arange(len(heads))
-        at[rest] = len(heads) + np.arange(len(rest))
-        taken = pa.array(at)
-        return {name: pa.concat_arrays([light[name], full[name]]).take(taken) for name in HEADER}
+        # each row's value: its light one, or its full one (the rest's, in order): the light ones replaced where
+        # they are not null (`ts`, `host`), else the full ones taken, null at the light rows (no copy of both)
+        other = pa.array(~timed)
+        at = np.zeros(len(heads), dtype=np.int64)
+        at[rest] = np.arange(len(rest))
+        taken = pa.array(at, mask=timed)
+        return {
+            name: full[name].take(taken)
+            if light[name].null_count == len(heads)
+            else pc.replace_with_mask(light[name], other, full[name])
+            for name in HEADER
+        }
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER
