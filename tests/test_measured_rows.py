@@ -464,3 +464,92 @@ def test_the_task_takes_the_captures_beside_its_batches(rules, tmp_path, monkeyp
     mapped = [m for ms in events.column("measures").to_pylist() for m in ms if m["captures"]]
     assert pq.read_table(tmp_path / "events" / "part-00000.parquet").to_pylist() == events.to_pylist()
     assert len(mapped) >= 1  # (a row the events file keeps, with its measures' maps)
+
+
+def test_the_measure_only_rows_worked_out_once_per_batch(rules, tmp_path, monkeypatch):
+    """A task with measured rows works out which rows are measure-only once per batch, in _batch from the rows'
+    columns and their measures' counts (before the lists are made), and hands the flags to the events file
+    (scanner.Kept): the flags are _measure_only of the batch made, on a real lab JobManager log."""
+    import numpy as np
+    from test_task_files import _task
+
+    from flinkdoctor.scan import scanner
+
+    calls = []
+    measure_only = scanner._measure_only
+
+    def counted(column):
+        calls.append(1)
+        return measure_only(column)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(scanner, "_measure_only", counted)
+        matcher, tasks, spec = _task(rules, tmp_path, "checkpoint-timeout.tar.gz", "standalonesession")
+    found = [out for part in tasks[0] for out in scanner.scan_part(part, matcher.prefilter, matcher, True, True)]
+    kept = [out for out in found if isinstance(out, scanner.Kept)]
+    assert len(calls) == len(kept) >= 1  # (once per batch: not again for the events file)
+    for out in kept:
+        assert out.measure_only is not None
+        again = scanner._measure_only(out.batch.column).to_numpy(zero_copy_only=False)
+        assert out.measure_only.to_numpy(zero_copy_only=False).tolist() == again.tolist()
+    flags = np.concatenate([out.measure_only.to_numpy(zero_copy_only=False) for out in kept])
+    assert flags.any() and not flags.all()
+
+
+def test_a_trigger_stamp_read_off_the_triggers_only():
+    """_stamped reads the epoch and number of the triggers only (a production batch's completions are half its
+    rows): per row, what reading every row gives where it is a trigger, nothing elsewhere."""
+    import numpy as np
+    import pyarrow as pa
+
+    from flinkdoctor.scan.measured import _digits, _stamped
+
+    rng = np.random.default_rng(18)
+    pool = ["1772323201329", "0", "000", "12", "012", "", None, "1x", "٣", "9" * 19, "7"]
+    epochs = pa.array([pool[i] for i in rng.integers(0, len(pool), 400)], pa.string())
+    numbers = pa.array([pool[i] for i in rng.integers(0, len(pool), 400)], pa.string())
+    trigger = rng.random(400) < 0.5
+    epoch_digits, epoch_zero, epoch_null = _digits(epochs)  # (what Spark's casts say: the Spark test above)
+    number_digits, number_canonical, number_null = _digits(numbers, canonical=True)
+    every_stamped = ~epoch_null & ~number_null & epoch_digits & ~epoch_zero & number_digits & number_canonical
+    every_unsure = ~((epoch_null | epoch_digits) & (number_null | number_digits))
+    stamped, unsure = _stamped(epochs, numbers, trigger)
+    assert stamped.tolist() == (every_stamped & trigger).tolist() and stamped.any()
+    assert unsure.tolist() == (every_unsure & trigger).tolist() and unsure.any()
+    assert [f.tolist() for f in _stamped(epochs, numbers, np.zeros(400, dtype=bool))] == [[False] * 400] * 2
+
+
+def test_a_measures_kind_looked_up_by_its_position():
+    """measured._of_kinds: per measure, whether its metric's kind is one of those wanted; a position outside the
+    kinds (negative, or beyond them) is none of them."""
+    import numpy as np
+
+    from flinkdoctor.scan.measured import _of_kinds
+
+    kinds = ("a", "b", "a", "c")
+    metric = np.array([0, 1, 2, 3, 4, 9, -1, -2, -4, 2], dtype=np.int32)
+    assert _of_kinds(metric, kinds, {"a"}).tolist() == [True, False, True] + [False] * 6 + [True]
+    assert _of_kinds(metric, kinds, {"b", "c"}).tolist() == [False, True, False, True] + [False] * 6
+    assert not _of_kinds(metric, kinds, set()).any()
+
+
+def test_a_fixed_time_with_a_byte_beside_the_digits_is_not_read():
+    """read_fixed: a byte just below or above the digits ('/', ':') in any field's place, or anything but the
+    pattern's own byte in a literal's place, leaves the time unread; the digits' values are read."""
+    import pyarrow as pa
+
+    from flinkdoctor.scan.times import fixed_fields, read_fixed
+
+    good = "2026-03-01 07:08:09,123"
+    texts = [good]
+    for at, char in enumerate(good):
+        for other in ("/", ":", "0", "9", "-", " "):
+            if other != char and not (char.isdigit() and other.isdigit()):
+                texts.append(good[:at] + other + good[at + 1 :])
+    texts.append(good.replace("07", "19"))
+    times, read = read_fixed(pa.array(texts), *fixed_fields("yyyy-MM-dd HH:mm:ss,SSS"))
+    assert read.tolist() == [True] + [False] * (len(texts) - 2) + [True]
+    assert times[[0, -1]].astype("datetime64[ms]").astype(str).tolist() == [
+        "2026-03-01T07:08:09.123",
+        "2026-03-01T19:08:09.123",
+    ]

@@ -121,6 +121,12 @@ class Measures:
             _jobs(self.lines.large, self.local),
         ]
 
+    def counts(self) -> npt.NDArray[np.int32]:
+        """Per row, its measures' count (the lengths of `lists`)."""
+        import numpy as np
+
+        return np.bincount(self.row, minlength=self.n).astype(np.int32)
+
     def lists(self, rows: Flags | None = None) -> pa.ListArray:
         """Per row, its measures (MEASURES). `rows`: only these rows' measures get their captures' maps (the
         others' are empty: rows nobody reads, such as those the events file leaves out); None: every row's."""
@@ -132,7 +138,7 @@ class Measures:
             return pa.ListArray.from_arrays(
                 pa.array(offsets), pa.array([], type=measures_type().value_type), type=measures_type()
             )
-        np.cumsum(np.bincount(self.row, minlength=self.n), out=offsets[1:])
+        np.cumsum(self.counts(), out=offsets[1:])
         metric, idx, line, job = self._fields
         maps = self.maps(None if rows is None else rows[self.row])
         struct = pa.StructArray.from_arrays([metric, idx, line, maps, job], fields=list(measures_type().value_type))

@@ -102,8 +102,8 @@ def flat_rows(
     measure = pc.list_flatten(lists)
     metric = measure.field("metric")
     of_kind = metric.to_numpy(zero_copy_only=False)
-    trigger = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind == spec.trigger])
-    columnar = np.isin(of_kind, [i for i, kind in enumerate(spec.kinds) if kind in spec.columnar])
+    trigger = _of_kinds(of_kind, spec.kinds, {spec.trigger})
+    columnar = _of_kinds(of_kind, spec.kinds, set(spec.columnar))
     if measures is None:
         captures = _nulled(measure.field("captures"), columnar)
         captured = _looked_up(measure.field("captures"), spec.captured)
@@ -138,6 +138,17 @@ def flat_rows(
         null_where(ts, ~np.isnat(time)),
     ]
     return pa.Table.from_arrays(columns, schema=schema(spec.captured)), int(np.count_nonzero(left))
+
+
+def _of_kinds(metric: npt.NDArray[np.int32], kinds: tuple[str, ...], wanted: set[str]) -> Flags:
+    """Per measure, whether its metric's kind (`kinds`, by position) is one of `wanted` (a position beyond them:
+    no), by one lookup per measure (numpy's isin sorted or compared the positions once per kind)."""
+    import numpy as np
+
+    table = np.array([kind in wanted for kind in kinds] + [False], dtype=bool)
+    outside = (metric < 0) | (metric >= len(kinds))
+    found: Flags = table[np.where(outside, len(kinds), metric)]
+    return found
 
 
 def _nulled(captures: pa.MapArray, flags: npt.NDArray[np.bool_]) -> pa.MapArray:
@@ -179,15 +190,22 @@ def _stamped(
     Spark's cast might read otherwise than its ASCII digits say). Spark: `try_cast(epoch_ms as long) != 0` and
     `checkpoint == cast(try_cast(checkpoint as long) as string)`, each null as false."""
     import numpy as np
+    import pyarrow as pa
 
     n = len(trigger)
-    if epoch is None or number is None:
-        return np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    stamped, unsure = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(trigger)
+    if epoch is None or number is None or not len(rows):
+        return stamped, unsure
+    if len(rows) < n:  # only the triggers' captures are read (a production batch's completions are half)
+        taken = pa.array(rows)
+        epoch, number = epoch.take(taken), number.take(taken)
     epoch_digits, epoch_zero, epoch_null = _digits(epoch)
     number_digits, number_canonical, number_null = _digits(number, canonical=True)
     sure = (epoch_null | epoch_digits) & (number_null | number_digits)
-    stamped = trigger & ~epoch_null & ~number_null & epoch_digits & ~epoch_zero & number_digits & number_canonical
-    return stamped, trigger & ~sure
+    stamped[rows] = ~epoch_null & ~number_null & epoch_digits & ~epoch_zero & number_digits & number_canonical
+    unsure[rows] = ~sure
+    return stamped, unsure
 
 
 def _digits(values: pa.Array, canonical: bool = False) -> tuple[Flags, Flags, Flags]:

@@ -193,11 +193,13 @@ def run(
                         else:  # (a pair only when asked for: with measured rows)
                             assert rows is not None
                             rows.write(out.batch, joined[0].layout, out.measures)
-                            written.write(_events_rows(out.batch, matcher is not None), joined[0].layout)
+                            written.write(
+                                _events_rows(out.batch, matcher is not None, out.measure_only), joined[0].layout
+                            )
             yield _stats(stats, time.process_time() - started)
 
 
-def _events_rows(batch: pa.RecordBatch, decided: bool) -> pa.RecordBatch:
+def _events_rows(batch: pa.RecordBatch, decided: bool, measure_only: pa.Array | None = None) -> pa.RecordBatch:
     """The batch without its measure-only events: one line, measured, but matching no rule and no catalogue entry,
     below WARN level and standing for no group of repeated warnings. Nothing reads their events row: the analytics,
     the fleet's log spans and the few measures read their measured rows (measured.py), the findings read matches
@@ -205,29 +207,33 @@ def _events_rows(batch: pa.RecordBatch, decided: bool) -> pa.RecordBatch:
     a trigger and a completion per checkpoint: each written once, not twice. An event of more lines keeps its row:
     its other lines are in no measured row (a start-up block of configuration lines and the script's own).
     `decided`: a matcher decided the batch's candidates (scan_parts' `unmatched`): those it matched nothing on
-    are left out too (_matched)."""
+    are left out too (_matched). `measure_only`: _measure_only of the batch where its maker knows it (Kept)."""
     import pyarrow.compute as pc
 
-    measure_only = _measure_only(batch)
+    if measure_only is None:
+        measure_only = _measure_only(batch.column)
     dropped = pc.or_(measure_only, pc.invert(_matched(batch))) if decided else measure_only
     if not pc.any(dropped).as_py():
         return batch
     return batch.filter(pc.invert(dropped))
 
 
-def _measure_only(batch: pa.RecordBatch) -> pa.Array:
-    """Per row, whether it is a measure-only event (_events_rows)."""
+def _measure_only(column: Callable[[str], pa.Array]) -> pa.Array:
+    """Per row, whether it is a measure-only event (_events_rows), from the batch's columns by name (`column`); a
+    list column may be given as each row's count of items (_batch: the measures' before their lists are made)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    def empty(column: str) -> pa.Array:
-        return pc.equal(pc.list_value_length(batch.column(column)), 0)
+    def empty(name: str) -> pa.Array:
+        values = column(name)
+        return pc.equal(values if pa.types.is_integer(values.type) else pc.list_value_length(values), 0)
 
-    warned = _warned(batch.column("level"))
+    warned = _warned(column("level"))
     return pc.and_(
         pc.and_(pc.invert(empty("measures")), pc.and_(empty("matches"), empty("entries"))),
         pc.and_(
-            pc.and_(pc.invert(warned), pc.equal(batch.column("repeats"), 1)),
-            pc.equal(batch.column("last_rel"), batch.column("first_rel")),
+            pc.and_(pc.invert(warned), pc.equal(column("repeats"), 1)),
+            pc.equal(column("last_rel"), column("first_rel")),
         ),
     )
 
@@ -440,10 +446,12 @@ class _Files:
 
 
 class Kept(NamedTuple):
-    """A batch of kept events (STORED_SCHEMA but `time`) and the measures its `measures` column was built from."""
+    """A batch of kept events (STORED_SCHEMA but `time`) and the measures its `measures` column was built from;
+    with `paired` and `unmatched` (run's scan), its rows' _measure_only too, worked out once (_events_rows)."""
 
     batch: pa.RecordBatch
     measures: Measures
+    measure_only: pa.Array | None = None
 
 
 class _Events:
@@ -744,28 +752,33 @@ class _Events:
             part,
             lambda rows: self._framed(keep[rows], capped),
         )
+        first_rel, last_rel = pa.array(self.rel[first]), pa.array(self.rel[self.last[keep]])
+        repeated = pa.array(_repeats(keep, repeats))
+        only = None
+        if paired:  # the captures' maps of the rows the events file keeps only (no other reads them): the rows'
+            # measure-only flags from their columns and their measures' counts, before the lists are made, once
+            columns = {"measures": pa.array(measured.counts()), "matches": matches, "entries": entry_hits}
+            columns |= {"level": level, "repeats": repeated, "first_rel": first_rel, "last_rel": last_rel}
+            only = _measure_only(columns.__getitem__)
         batch = pa.RecordBatch.from_arrays(
             [
                 *self._source_columns(first),
-                pa.array(self.rel[first]),
-                pa.array(self.rel[self.last[keep]]),
+                first_rel,
+                last_rel,
                 pa.array(orphan),
                 sigs,
                 matches,
-                measured.lists(np.zeros(len(keep), dtype=bool) if paired else None),
+                measured.lists(None if only is None else ~only.to_numpy(zero_copy_only=False)),
                 entry_hits,
                 *[fields[name] for name in HEADER],
                 text,
-                pa.array(_repeats(keep, repeats)),
+                repeated,
                 _heads(heads, level),
             ],
             schema=_schema(),
         )
-        if paired:  # the captures' maps of the rows the events file keeps only (no other reads them)
-            kept = ~_measure_only(batch).to_numpy(zero_copy_only=False)
-            batch = batch.set_column(batch.schema.get_field_index("measures"), "measures", measured.lists(kept))
         if matcher is None or unmatched:  # without a matcher nothing is decided: every candidate
-            return Kept(batch, measured)
+            return Kept(batch, measured, only)
         needed = _matched(batch)  # a candidate nothing matched is not kept (a measured row always is)
         return Kept(batch if pc.all(needed).as_py() else batch.filter(needed), measured)
 
@@ -1200,11 +1213,18 @@ def _header_fields(
         # the other rows' first lines, not their texts: a lab part's are its stack traces, tens of MB copied and
         # read for their newlines again
         full = _header_fields(part, heads.take(pa.array(rest)), headerless[rest])
-        # each row's value: its light one, or its full one (at len(heads) + its place among the rest): one take
-        at = np.arange(len(heads))
-        at[rest] = len(heads) + np.arange(len(rest))
-        taken = pa.array(at)
-        return {name: pa.concat_arrays([light[name], full[name]]).take(taken) for name in HEADER}
+        # each row's value: its light one, or its full one (the rest's, in order): the light ones replaced where
+        # they are not null (`ts`, `host`), else the full ones taken, null at the light rows (no copy of both)
+        other = pa.array(~timed)
+        at = np.zeros(len(heads), dtype=np.int64)
+        at[rest] = np.arange(len(rest))
+        taken = pa.array(at, mask=timed)
+        return {
+            name: full[name].take(taken)
+            if light[name].null_count == len(heads)
+            else pc.replace_with_mask(light[name], other, full[name])
+            for name in HEADER
+        }
     n = len(heads)
     columns: dict[str, pa.Array] = {
         name: pa.nulls(n, pa.float64() if name == "uptime" else pa.string()) for name in HEADER

@@ -105,16 +105,19 @@ def read_fixed(ts: pa.Array, literal: bytes, fields: tuple[tuple[str, int, int],
     offsets = np.frombuffer(ts.buffers()[1], dtype=np.int64)[ts.offset : ts.offset + n + 1]
     data = np.frombuffer(ts.buffers()[2], dtype=np.uint8)
     chars = np.lib.stride_tricks.sliding_window_view(data, width)[offsets[rows]]  # rows x width (a row copied each)
-    pattern = np.frombuffer(literal, dtype=np.uint8)
-    digit = np.zeros(width, dtype=bool)
+    # each byte less its lowest allowed value, wrapping below it: at most 9 in a field's place (a digit), 0 in a
+    # literal's (that byte): one subtraction and one comparison per byte
+    low = np.frombuffer(literal, dtype=np.uint8).copy()
+    most = np.zeros(width, dtype=np.uint8)
     for _, start, size in fields:
-        digit[start : start + size] = True
-    ok = np.all(np.where(digit, (chars >= 0x30) & (chars <= 0x39), chars == pattern), axis=1)
+        low[start : start + size], most[start : start + size] = 0x30, 9
+    above = chars - low  # (in a field's place: the digit's value)
+    ok = np.all(above <= most, axis=1)
     values = {}
     for name, start, size in fields:
         number = np.zeros(len(rows), dtype=np.int64)
         for k in range(size):
-            number = number * 10 + (chars[:, start + k].astype(np.int64) - 0x30)
+            number = number * 10 + above[:, start + k]
         values[name] = number
     year, month, day = values["year"], values["month"], values["day"]
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
