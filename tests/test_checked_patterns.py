@@ -193,3 +193,20 @@ def test_member_of_walks_the_shared_items():
     data = np.frombuffer(text, dtype=np.uint8)
     ends = np.array([21, text.index(b"123")], dtype=np.int64)
     assert member_of(data, ends, group).tolist() == [1, 0]
+
+
+def test_the_pass_reports_a_whole_line_once(passes):
+    """Over whole completion lines the pass reports each occurrence of the literal once, no failure, and each
+    member's mark at most once per scan; a line cut short is a failure."""
+    from flinkdoctor.scan.prefilter import _pass, database
+
+    prefilter, _ = passes
+    group = next(g for g in prefilter.checked if g.literal == "Completed checkpoint ")
+    lines = [(NEW if i % 3 else OLD).format(n=i, job=JOB, b=10 * i, d=i % 7) for i in range(60)]
+    data = np.frombuffer("\n".join(lines).encode(), dtype=np.uint8)
+    which, _, _ = _pass(database(prefilter), data, [(0, len(data))])
+    counts = {n: int((which == n).sum()) for n in (group.found, group.failed, *group.marks)}
+    assert counts == {group.found: 60, group.failed: 0, **dict.fromkeys(group.marks, 1)}
+    cut = np.frombuffer((lines[0][:-20] + "\n" + lines[1][:40]).encode(), dtype=np.uint8)
+    which, _, _ = _pass(database(prefilter), cut, [(0, len(cut))])
+    assert int((which == group.failed).sum()) == 2

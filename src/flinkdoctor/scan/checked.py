@@ -9,12 +9,14 @@ nothing on such lines. So the pass runs, for a group of patterns that start with
 - L itself, one report per occurrence (`found`);
 - the group's failure pattern (`failed`): L followed by what no member's rest can match (fail_pattern), so it
   reports exactly where an occurrence of L starts no member's match;
+- per member of several, a literal each of its matches holds (its mark: ` bytes in `, ` bytes, checkpointDuration=`),
+  reported once per scan;
 and the members' matches are read from those: an occurrence of L in a line without a failure report is a match
-of one member, told apart by the byte where the members' rests part (a literal character, distinct per member:
-`... bytes in ` and `... bytes, checkpointDuration=`); a line with a failure report is run through the members'
-own patterns (rare). The matches are reported at the literal's end, not the match's: the same line (the rests cannot
-hold a newline), so the same event (an event starts at a line's start, and each joined file is scanned on its
-own), and nothing reads these patterns' offsets but their events: only
+of one member, the only one whose mark the segment holds (a log is of one Flink version), else the one member_of
+finds at the byte where the members' rests part (a literal character, distinct per member); a line with a
+failure report is run through the members' own patterns (rare). The matches are reported at the literal's end,
+not the match's: the same line (the rests cannot hold a newline), so the same event (an event starts at a line's
+start, and each joined file is scanned on its own); nothing reads these patterns' offsets but their events: only
 patterns no `message` regex, derivation or the masks' trigger reads are checked (prefilter.build_prefilter).
 
 A member's rest must be a sequence the failure pattern can follow exactly: literal ASCII characters and repeats
@@ -187,7 +189,7 @@ def _mark(shared: list[Item], rest: list[Item]) -> str:
 
 def _literal_start(pattern: str) -> str:
     """The literal characters a pattern patterns.py wrote starts with (a repeat's or a group's are not)."""
-    out = []
+    out: list[str] = []
     for one in _LITERAL.finditer(pattern):
         if one.start() != sum(len(t) for t in out) or pattern[one.end() : one.end() + 1] == "{":
             break
@@ -305,11 +307,13 @@ def member_of(data: Bytes, ends: Positions, group: Checked) -> Positions:
             moving = moving[np.where(near, run == 1, run == 8)]
     index = np.full(256, -1, dtype=np.int64)
     index[list(group.parts)] = np.arange(len(group.parts))
-    return index[data[at]]
+    member: Positions = index[data[at]]
+    return member
 
 
 def _eights(data: Bytes) -> npt.NDArray[np.uint64]:
     """The data's eight bytes from each offset, as one little-endian number (a view, no copy)."""
     import numpy as np
 
-    return np.ndarray(shape=(max(len(data) - 7, 0),), dtype="<u8", buffer=data, strides=(1,))
+    eights: npt.NDArray[np.uint64] = np.ndarray(shape=(max(len(data) - 7, 0),), dtype="<u8", buffer=data, strides=(1,))
+    return eights
