@@ -210,3 +210,19 @@ def test_the_pass_reports_a_whole_line_once(passes):
     cut = np.frombuffer((lines[0][:-20] + "\n" + lines[1][:40]).encode(), dtype=np.uint8)
     which, _, _ = _pass(database(prefilter), cut, [(0, len(cut))])
     assert int((which == group.failed).sum()) == 2
+
+
+def test_many_failures_run_the_members_over_the_part(passes, monkeypatch):
+    """More lines that start a completion and end no member than MANY_FAILURES: the members run over the whole
+    part once, not a line at a time (hostile input), with the same events."""
+    from flinkdoctor.scan import prefilter as module
+
+    prefilter, every = passes
+    lines = [f"Completed checkpoint {i} for job x" if i % 2 else NEW.format(n=i, job=JOB, b=i, d=i) for i in range(600)]
+    data = np.frombuffer("\n".join(lines).encode(), dtype=np.uint8)
+    begin = np.append(0, np.flatnonzero(data[:-1] == 10) + 1)
+    want = module.scan(every, data, begin, begin)
+    monkeypatch.setattr(module, "_line_at", None)  # (not called)
+    got = module.scan(prefilter, data, begin, begin)
+    assert {p: e.tolist() for p, e in got.by_pattern.items()} == {p: e.tolist() for p, e in want.by_pattern.items()}
+    assert len(got.by_pattern[256]) == 300

@@ -445,7 +445,11 @@ def _checked(
         at = np.flatnonzero(which == group.found)
         failed = which == group.failed
         dropped |= failed
-        lines = sorted({_line_at(data, int(f) - 1, segments) for f in stop[failed].tolist()})
+        fails = stop[failed]
+        if len(fails) > MANY_FAILURES:  # (lines no member matches, many: the members run over the whole part)
+            lines = list(segments)
+        else:
+            lines = sorted({_line_at(data, int(f) - 1, segments) for f in fails.tolist()})
         if lines:  # the occurrences in those lines: the members' own matches there instead
             ends = stop[at]
             inside = np.zeros(len(at), dtype=bool)
@@ -483,6 +487,9 @@ def _checked(
         np.insert(stop, at, more_stop[order]),
         np.insert(last, at, more_last[order]),
     )
+
+
+MANY_FAILURES = 256  # more failure reports in a part: not a line at a time (hostile input costs one more scan)
 
 
 def _line_at(data: Bytes, at: int, segments: list[tuple[int, int]]) -> tuple[int, int]:
