@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..runtime.userstate import cached, store
 from ..safety.masking import TRIGGER_RE2
+from .checked import Checked, fail_pattern, groups, member_of, parsed
 from .patterns import Unsupported, hyperscan_pattern
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class Prefilter:
     # pattern) with the derivations' triggers numbered after `patterns` (empty: every pattern, none derived)
     derived: tuple[Derived, ...] = field(default=(), compare=False)
     scanned: tuple[tuple[int, str], ...] = field(default=(), compare=False)
+    # the metric patterns the pass finds by their literal start and their failures (checked.py), not by running them
+    checked: tuple[Checked, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
@@ -98,16 +101,45 @@ def build_prefilter(rules: list[Rule], extra: Sequence[Signature] = ()) -> Prefi
     patterns = tuple(re.escape(word) for word in words) + tuple(sorted(ids, key=ids.__getitem__))
     kept = {len(words) + n for n in range(len(ids))} - {p for ps in messages for p in ps} - {trigger}
     derived, scanned = _derivations(patterns, sorted(kept))
+    metric = {p for sig in signatures[len(signatures) - len(extra) :] for p in sig}
+    read = {d.number for d in derived} | {d.base for d in derived}  # (their offsets are read: _derived)
+    checks, scanned = _checks(patterns, sorted((kept & metric) - read), scanned)
     return Prefilter(
         patterns,
         tuple(signatures),
         words,
-        serialized(tuple(p for _, p in scanned), ids=[n for n, _ in scanned]),
+        serialized(
+            tuple(p for _, p in scanned),
+            ids=[n for n, _ in scanned],
+            single=frozenset(m for group in checks for m in group.marks),
+        ),
         messages=tuple(messages),
         trigger=trigger,
         derived=derived,
         scanned=scanned,
+        checked=checks,
     )
+
+
+def _checks(
+    patterns: tuple[str, ...], eligible: list[int], scanned: tuple[tuple[int, str], ...]
+) -> tuple[tuple[Checked, ...], tuple[tuple[int, str], ...]]:
+    """The groups of `eligible` patterns the pass finds by their literal start and failures (checked.py), and the
+    patterns it runs: the groups' members replaced by each group's literal and failure pattern, numbered after
+    every other pattern. Only metric patterns are eligible (a measured line is frequent; a rule's literal start
+    may be common where its pattern is not), and only those whose offsets nothing reads."""
+    found = groups(patterns, eligible, max(n for n, _ in scanned) + 1)
+    members = {n for group in found for n in group.members}
+    out = [(n, p) for n, p in scanned if n not in members]
+    for group in found:
+        rests = [parsed(patterns[n]) for n in group.members]
+        out.append((group.found, "".join(f"\\x{{{ord(c):x}}}" for c in group.literal)))
+        out.append((group.failed, fail_pattern(group.literal, [r[1] for r in rests if r is not None])))
+        out += [
+            (m, "".join(f"\\x{{{ord(c):x}}}" for c in mark))
+            for m, mark in zip(group.marks, group.mark_texts, strict=True)
+        ]
+    return tuple(found), tuple(out)
 
 
 LINE_START = "(?:(?m:^)|\\x{0})"  # a `^` or `\A` regex's start as patterns.py writes it (whole_text)
@@ -269,7 +301,8 @@ class Hits:
     by_pattern: dict[int, Positions]
     level_words: Positions
     # every match of a signature's pattern: its pattern and the offset just past its last byte, by that offset
-    # (the pass's order; a derived pattern's among them: _derived)
+    # (the pass's order; a derived pattern's among them: _derived; a checked pattern's ends where its literal
+    # start does, in the same line: _checked)
     which: Positions | None = None
     stop: Positions | None = None
 
@@ -309,6 +342,8 @@ def scan(
     bounds = [int(begin[0]), len(data)] if files is None else [*files.tolist(), len(data)]
     segments = [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]  # the files scanned
     which, stop, last = _pass(compiled, data, segments)
+    if prefilter.checked and prefilter.scanned:
+        which, stop, last = _checked(prefilter, data, segments, which, stop, last)
     if prefilter.derived:
         which, stop = _derived(prefilter, data, segments, which, stop, last)
     if not len(which):
@@ -388,7 +423,100 @@ def _derived(
     return np.insert(which, at, more_which[order]), np.insert(stop, at, more_stop[order])
 
 
-@lru_cache(maxsize=4)
+def _checked(
+    prefilter: Prefilter,
+    data: Bytes,
+    segments: list[tuple[int, int]],
+    which: Positions,
+    stop: Positions,
+    last: Positions,
+) -> tuple[Positions, Positions, Positions]:
+    """The pass's matches with the checked groups' members' (checked.py) among them, in the order of their ends,
+    and without the groups' own reports. An occurrence of a group's literal in a line without a failure report
+    is a match of the member member_of names, reported at the literal's end; a line with one is run through
+    the members' patterns themselves (their matches cannot leave the line)."""
+    import numpy as np
+
+    dropped = np.zeros(len(which), dtype=bool)
+    which = which.copy()
+    more: list[tuple[Positions, Positions, Positions]] = []
+    starts = np.array([lo for lo, _ in segments], dtype=np.int64)
+    for group in prefilter.checked:
+        at = np.flatnonzero(which == group.found)
+        failed = which == group.failed
+        dropped |= failed
+        fails = stop[failed]
+        if len(fails) > MANY_FAILURES:  # (lines no member matches, many: the members run over the whole part)
+            lines = list(segments)
+        else:
+            lines = sorted({_line_at(data, int(f) - 1, segments) for f in fails.tolist()})
+        if lines:  # the occurrences in those lines: the members' own matches there instead
+            ends = stop[at]
+            inside = np.zeros(len(at), dtype=bool)
+            for lo, hi in lines:
+                inside |= (ends > lo) & (ends <= hi)
+            dropped[at[inside]] = True
+            at = at[~inside]
+            alone = _compiled_alone(tuple(prefilter.patterns[n] for n in group.members))
+            ran, ran_stop, ran_last = _pass(alone, data, lines)
+            more.append((np.array(group.members, dtype=np.int64)[ran], ran_stop, ran_last))
+        members = np.array(group.members, dtype=np.int64)
+        if not group.marks:
+            which[at] = members[0]
+            continue
+        # per segment, the members whose mark (a literal every match of theirs holds) it holds: one, and every
+        # occurrence there is that member's; more, and member_of tells them apart
+        segment = np.searchsorted(starts, stop[at], side="right") - 1
+        marked = np.zeros((len(segments), len(members)), dtype=bool)
+        for index, mark in enumerate(group.marks):
+            here = np.flatnonzero(which == mark)
+            dropped[here] = True
+            marked[np.searchsorted(starts, stop[here], side="right") - 1, index] = True
+        alone_here = marked.sum(axis=1) == 1
+        sole = alone_here[segment]
+        which[at[sole]] = members[marked[segment[sole]].argmax(axis=1)]
+        which[at[~sole]] = members[member_of(data, stop[at[~sole]], group)]
+    which, stop, last = which[~dropped], stop[~dropped], last[~dropped]
+    if not more:
+        return which, stop, last
+    more_which, more_stop, more_last = (np.concatenate([m[k] for m in more]) for k in range(3))
+    order = np.argsort(more_stop, kind="stable")
+    at = np.searchsorted(stop, more_stop[order], side="right")
+    return (
+        np.insert(which, at, more_which[order]),
+        np.insert(stop, at, more_stop[order]),
+        np.insert(last, at, more_last[order]),
+    )
+
+
+MANY_FAILURES = 256  # more failure reports in a part: not a line at a time (hostile input costs one more scan)
+
+
+def _line_at(data: Bytes, at: int, segments: list[tuple[int, int]]) -> tuple[int, int]:
+    """The byte span [start, end) of the line holding byte `at` (its newline included), within its segment."""
+    import numpy as np
+
+    lo, hi = next((lo, hi) for lo, hi in segments if lo <= at < hi)
+    start = at
+    while start > lo:
+        chunk = data[max(lo, start - 4096) : start]
+        newlines = np.flatnonzero(chunk == 10)
+        if len(newlines):
+            start = start - len(chunk) + int(newlines[-1]) + 1
+            break
+        start -= len(chunk)
+    end = at
+    while end < hi:
+        chunk = data[end : min(hi, end + 4096)]
+        newlines = np.flatnonzero(chunk == 10)
+        if len(newlines):
+            end += int(newlines[0]) + 1
+            break
+        end += len(chunk)
+    return max(start, lo), min(end, hi)
+
+
+@lru_cache(maxsize=8)
 def _compiled_alone(patterns: tuple[str, ...]) -> hyperscan.Database:
     """The derived patterns themselves, each reported by its position, compiled in this process when a part
     needs them (a trigger matched: rare)."""
@@ -505,11 +633,14 @@ def _scan_re2(prefilter: Prefilter, data: Bytes, begin: Positions, first_line_en
 def database(prefilter: Prefilter) -> hyperscan.Database | None:
     """The prefilter's database in this process (None without Hyperscan)."""
     scanned = prefilter.scanned or tuple(enumerate(prefilter.patterns))
-    return _loaded(tuple(p for _, p in scanned), tuple(n for n, _ in scanned), prefilter.compiled)
+    single = frozenset(m for group in prefilter.checked for m in group.marks) if prefilter.scanned else frozenset()
+    return _loaded(tuple(p for _, p in scanned), tuple(n for n, _ in scanned), prefilter.compiled, single)
 
 
 @lru_cache(maxsize=4)
-def _loaded(patterns: tuple[str, ...], ids: tuple[int, ...], compiled: bytes | None) -> hyperscan.Database | None:
+def _loaded(
+    patterns: tuple[str, ...], ids: tuple[int, ...], compiled: bytes | None, single: frozenset[int] = frozenset()
+) -> hyperscan.Database | None:
     """Loaded from the bytes the driver compiled (once per worker process), else compiled here (a worker on
     another platform, or a prefilter built without them), each pattern reported by its id."""
     if compiled is not None:
@@ -521,25 +652,33 @@ def _loaded(patterns: tuple[str, ...], ids: tuple[int, ...], compiled: bytes | N
             return database
         except hyperscan.error:
             pass
-    return compile_patterns(patterns, ids)
+    try:
+        return compiled_with_modes(patterns, ids, single)[0]
+    except ImportError:
+        return None
 
 
 def serialized(
-    patterns: tuple[str, ...], name: str = "hyperscan-rules", ids: Sequence[int] | None = None
+    patterns: tuple[str, ...],
+    name: str = "hyperscan-rules",
+    ids: Sequence[int] | None = None,
+    single: frozenset[int] = frozenset(),
 ) -> bytes | None:
     """The patterns' database compiled and serialized (each pattern reported by its `ids`, default its
-    position), kept in the user's state folder by a digest of the patterns and ids (compiling the rules' takes
-    a third of a second, a catalogue's many seconds); None without Hyperscan."""
+    position; those of `single` reported once per scan), kept in the user's state folder by a digest of the
+    patterns and ids (compiling the rules' takes a third of a second, a catalogue's many seconds); None without
+    Hyperscan."""
     try:
         import hyperscan
     except ImportError:
         return None
     named = patterns if ids is None else (*patterns, *map(str, ids))
+    named = (*named, "single", *map(str, sorted(single))) if single else named
     key = hashlib.sha256("\0".join(named).encode("utf-8")).hexdigest()[:32]
     found = cached(name, key)
     if isinstance(found, bytes):
         return found
-    compiled = hyperscan.dumpb(compiled_with_modes(patterns, ids)[0])
+    compiled = hyperscan.dumpb(compiled_with_modes(patterns, ids, single)[0])
     store(name, key, compiled)
     return compiled
 
@@ -556,15 +695,16 @@ def compile_patterns(patterns: tuple[str, ...], ids: Sequence[int] | None = None
 
 
 def compiled_with_modes(
-    patterns: tuple[str, ...], ids: Sequence[int] | None = None
+    patterns: tuple[str, ...], ids: Sequence[int] | None = None, single: frozenset[int] = frozenset()
 ) -> tuple[hyperscan.Database, frozenset[int]]:
     """compile_patterns' database (Hyperscan must be there), each pattern reported by its `ids` (default: its
-    position), and the positions of the patterns it compiled in prefilter mode."""
+    position; those of `single` once per scan), and the positions of the patterns it compiled in prefilter
+    mode."""
     import hyperscan
 
-    exact = hyperscan.HS_FLAG_UTF8
-    flags = [exact] * len(patterns)
     numbers = list(range(len(patterns)) if ids is None else ids)
+    exact = hyperscan.HS_FLAG_UTF8
+    flags = [exact | (hyperscan.HS_FLAG_SINGLEMATCH if n in single else 0) for n in numbers]
     try:
         return _compiled(patterns, flags, numbers), frozenset()
     except hyperscan.error:
@@ -572,8 +712,9 @@ def compiled_with_modes(
             try:
                 _compiled((pattern,), [exact], [0])
             except hyperscan.error:
-                flags[i] = exact | hyperscan.HS_FLAG_PREFILTER
-        return _compiled(patterns, flags, numbers), frozenset(i for i, f in enumerate(flags) if f != exact)
+                flags[i] |= hyperscan.HS_FLAG_PREFILTER
+        prefiltered = hyperscan.HS_FLAG_PREFILTER
+        return _compiled(patterns, flags, numbers), frozenset(i for i, f in enumerate(flags) if f & prefiltered)
 
 
 def _compiled(patterns: tuple[str, ...], flags: list[int], ids: list[int]) -> hyperscan.Database:
