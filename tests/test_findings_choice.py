@@ -368,15 +368,7 @@ def test_the_drivers_read_of_the_files_chooses_and_details_exactly(tmp_path, mon
     monkeypatch.setattr(fd, "DETAIL_BATCH", 5)
     events = _stored_files(tmp_path, random.Random(keep), 4)
     files = sorted(str(p) for p in tmp_path.glob("*.parquet"))
-    flat = [
-        {"bundle": e["bundle"], "kind": kind, "name": name, "at": e["time"], **{k: e[k] for k in ORDER_KEYS}}
-        for e in events
-        for kind, names in (
-            ("rule", [m["rule"] for m in e["matches"] or []]),
-            ("entry", [h["entry"] for h in e["entries"] or []]),
-        )
-        for name in names
-    ]
+    flat = _matches_flat(events)
     counts, chosen = _reference(flat, ("bundle", "kind", "name"), keep)
     assert max(counts.values()) > 2 * keep
     rows, groups = fd.chosen_of_files(files, ("rule", "entry"))
@@ -399,6 +391,19 @@ def test_the_drivers_read_of_the_files_chooses_and_details_exactly(tmp_path, mon
     assert fd.chosen_of_files(files, ("rule", "entry")) is None
 
 
+def _matches_flat(events: list[dict]) -> list[dict]:
+    """One row per (event, rule matched or catalogue entry hit), as the choice ranks them."""
+    return [
+        {"bundle": e["bundle"], "kind": kind, "name": name, "at": e["time"], **{k: e[k] for k in ORDER_KEYS}}
+        for e in events
+        for kind, names in (
+            ("rule", [m["rule"] for m in e["matches"] or []]),
+            ("entry", [h["entry"] for h in e["entries"] or []]),
+        )
+        for name in names
+    ]
+
+
 @pytest.mark.parametrize("merged", [1, 2, 3, 8])
 def test_the_files_choices_are_merged_a_few_at_a_time(tmp_path, monkeypatch, merged):
     """chosen_of_files merges its files' choices MERGED_FILES at a time, not one by one (each merge chooses over
@@ -410,15 +415,7 @@ def test_the_files_choices_are_merged_a_few_at_a_time(tmp_path, monkeypatch, mer
     monkeypatch.setattr(fd, "MERGED_FILES", merged)
     events = _stored_files(tmp_path, random.Random(11), 7)
     files = sorted(str(p) for p in tmp_path.glob("*.parquet"))
-    flat = [
-        {"bundle": e["bundle"], "kind": kind, "name": name, "at": e["time"], **{k: e[k] for k in ORDER_KEYS}}
-        for e in events
-        for kind, names in (
-            ("rule", [m["rule"] for m in e["matches"] or []]),
-            ("entry", [h["entry"] for h in e["entries"] or []]),
-        )
-        for name in names
-    ]
+    flat = _matches_flat(events)
     counts, chosen = _reference(flat, ("bundle", "kind", "name"), 2)
     merges = []
     choose = fd._choose
