@@ -33,7 +33,8 @@ def _line(rng: random.Random) -> str:
     template = rng.choice([NEW, OLD, NEW, OLD, *OTHER])
 
     def number() -> str:
-        return rng.choice(NUMBERS) if rng.random() < 0.3 else str(rng.randint(0, 10**6))
+        # (up to 80 digits: member_of's steps of eight bytes, and past them its one search: review18b)
+        return rng.choice(NUMBERS) if rng.random() < 0.3 else str(rng.randint(0, 10 ** rng.choice([6, 6, 12, 20, 80])))
 
     job = rng.choice(JOBS) if rng.random() < 0.3 else JOB
     line = template.format(n=number(), job=job, b=number(), d=number())
@@ -226,3 +227,80 @@ def test_many_failures_run_the_members_over_the_part(passes, monkeypatch):
     got = module.scan(prefilter, data, begin, begin)
     assert {p: e.tolist() for p, e in got.by_pattern.items()} == {p: e.tolist() for p, e in want.by_pattern.items()}
     assert len(got.by_pattern[256]) == 300
+
+
+def test_hostile_lines_cost_what_their_bytes_do(passes, monkeypatch):
+    """review18b's inputs, each with the same events as the pass running every pattern, in time linear in its
+    bytes: a completion whose numbers run to a million digits beside the other form (member_of once stepped eight
+    bytes at a time: 90 s for 10^7 digits); a long line holding many failures (its line found once, not once a
+    failure)."""
+    import time
+
+    from flinkdoctor.scan import prefilter as module
+
+    prefilter, every = passes
+    completed = next(g for g in prefilter.checked if g.literal == "Completed checkpoint ").members
+    digits = "7" * 1_000_000
+    text = OLD.format(n=digits, job=JOB, b=digits, d=1) + "\n" + NEW.format(n=1, job=JOB, b=2, d=3) + "\n"
+    failures = " ".join(f"Completed checkpoint {i}x" for i in range(200)) + " " + "y" * 1_000_000 + "\n"
+    found = []
+    line_at = module._line_at
+    monkeypatch.setattr(module, "_line_at", lambda *args: found.append(args[1]) or line_at(*args))
+    for body in (text, failures + text):
+        data = np.frombuffer(body.encode(), dtype=np.uint8)
+        begin = np.append(0, np.flatnonzero(data[:-1] == 10) + 1)
+        want = module.scan(every, data, begin, begin)
+        started = time.process_time()
+        got = module.scan(prefilter, data, begin, begin)
+        took = time.process_time() - started
+        assert {p: e.tolist() for p, e in got.by_pattern.items()} == {p: e.tolist() for p, e in want.by_pattern.items()}
+        assert sum(len(got.by_pattern.get(n, [])) for n in completed) == 2 and took < 3.0
+    assert len(found) == 1  # the 200 failures' one line
+
+
+def test_match_ends_in_spans():
+    """_ending_in: per end, whether lo < end <= hi for one of the sorted spans, as testing each span gives."""
+    from flinkdoctor.scan.prefilter import _ending_in
+
+    rng = random.Random(5)
+    for _ in range(300):
+        cuts = sorted(rng.sample(range(200), rng.randint(2, 20)))
+        spans = [(a, b) for a, b in zip(cuts[::2], cuts[1::2], strict=False)]
+        ends = np.array(sorted(rng.choices(range(210), k=rng.randint(0, 50))), dtype=np.int64)
+        want = [any(lo < e <= hi for lo, hi in spans) for e in ends.tolist()]
+        assert _ending_in(ends, spans).tolist() == want
+
+
+SHAPES = {  # rests the failure patterns must follow exactly (review18b), with tails that match them
+    r"(\d{1,3})x": ["12x", "1x", "\u0661\u0662\u0663x"],
+    r"(\d{2,2})(\w{1,2}) ": ["12a ", "99ab ", "1\u00e9b_ "],
+    r"(\d+)([a-f]{1,4}),": ["123abc,", "1f,", "\u00e9aaaa,"],
+    r"([a-c]{2,5})(\d{1,})y(\d{3})": ["ab1y123", "abcab12y000"],
+    r"([0-9a-f]{4}) (\d+) in": ["abcd 12 in", "0000 1 in"],
+}
+
+
+def test_the_failure_pattern_reports_exactly_where_the_member_does_not():
+    """For each rest shape `parsed` accepts, over tails edited at random: the literal followed by a match of the
+    member, or a report of its failure pattern, never both and never neither."""
+    from flinkdoctor.scan.checked import fail_pattern, parsed
+    from flinkdoctor.scan.patterns import hyperscan_pattern
+    from flinkdoctor.scan.prefilter import _pass, compile_patterns
+
+    literal, alphabet = "Completed checkpoint ", "0123456789abcdefgxyzq ,e\u00e9\u0661\n\rin at"
+    rng = random.Random(3)
+    for shape, tails in SHAPES.items():
+        pattern = hyperscan_pattern(literal + shape)
+        assert pattern is not None and (found := parsed(pattern)) is not None, shape
+        database = compile_patterns((pattern, fail_pattern(found[0], [found[1]])), [0, 1])
+        for _ in range(300):
+            tail = list(rng.choice(tails))
+            for _ in range(rng.choice([0, 1, 1, 2])):
+                at, edit = rng.randint(0, len(tail)), rng.random()
+                if edit < 0.4:
+                    tail.insert(at, rng.choice(alphabet))
+                elif at < len(tail):
+                    tail[at : at + 1] = [] if edit < 0.7 else [rng.choice(alphabet)]
+            text = literal + "".join(tail) + rng.choice(["", "\n", " ", "x"])
+            which, _, _ = _pass(database, np.frombuffer(text.encode(), dtype=np.uint8), [(0, len(text.encode()))])
+            assert bool((which == 0).any()) != bool((which == 1).any()), (shape, text)

@@ -295,7 +295,9 @@ def member_of(data: Bytes, ends: Positions, group: Checked) -> Positions:
         if item.wide:
             table[0x80:] = True
         moving = np.arange(len(at))
-        while len(moving):  # eight bytes a step (a run of digits: one or two)
+        for _ in range(SHORT_STEPS):  # eight bytes a step (a run of digits: one or two)
+            if not len(moving):
+                break
             where = at[moving]
             near = where >= len(eight)  # (the data's last bytes: one a step)
             run = np.zeros(len(moving), dtype=np.int64)
@@ -305,10 +307,18 @@ def member_of(data: Bytes, ends: Positions, group: Checked) -> Positions:
             run[near] = table[data[where[near]]]
             at[moving] += run
             moving = moving[np.where(near, run == 1, run == 8)]
+        if len(moving):  # longer runs (hostile: a number of millions of digits): each to the next byte outside
+            begin = int(at[moving].min())  # the class, found in one pass over the bytes after the first of them
+            outside = np.flatnonzero(~table[data[begin:]]) + begin
+            found = np.searchsorted(outside, at[moving])
+            at[moving] = np.where(found < len(outside), outside[np.minimum(found, len(outside) - 1)], len(data) - 1)
     index = np.full(256, -1, dtype=np.int64)
     index[list(group.parts)] = np.arange(len(group.parts))
     member: Positions = index[data[at]]
     return member
+
+
+SHORT_STEPS = 8  # member_of's steps of eight bytes before a repeat's end is found in one pass (64 bytes: numbers)
 
 
 def _eights(data: Bytes) -> npt.NDArray[np.uint64]:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 Bytes: TypeAlias = "npt.NDArray[np.uint8]"  # a part's bytes
 Positions: TypeAlias = "npt.NDArray[np.int64]"  # byte offsets or event numbers, ascending
+Flags: TypeAlias = "npt.NDArray[np.bool_]"
 
 # the words a header's level can be at WARN or above (headers.WARN_WORDS), in both cases: found in the same pass
 LEVEL_WORDS = ("CRITICAL", "ERROR", "FATAL", "SEVERE", "WARN", "WARNING")
@@ -446,15 +447,10 @@ def _checked(
         failed = which == group.failed
         dropped |= failed
         fails = stop[failed]
-        if len(fails) > MANY_FAILURES:  # (lines no member matches, many: the members run over the whole part)
-            lines = list(segments)
-        else:
-            lines = sorted({_line_at(data, int(f) - 1, segments) for f in fails.tolist()})
+        # (the lines no member matches; many: the members run over the whole part)
+        lines = list(segments) if len(fails) > MANY_FAILURES else _failed_lines(data, fails, segments)
         if lines:  # the occurrences in those lines: the members' own matches there instead
-            ends = stop[at]
-            inside = np.zeros(len(at), dtype=bool)
-            for lo, hi in lines:
-                inside |= (ends > lo) & (ends <= hi)
+            inside = _ending_in(stop[at], lines)
             dropped[at[inside]] = True
             at = at[~inside]
             alone = _compiled_alone(tuple(prefilter.patterns[n] for n in group.members))
@@ -490,6 +486,28 @@ def _checked(
 
 
 MANY_FAILURES = 256  # more failure reports in a part: not a line at a time (hostile input costs one more scan)
+
+
+def _failed_lines(data: Bytes, fails: Positions, segments: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The lines (sorted, distinct spans) holding the failure reports ending at `fails`: each line found once, not
+    once per failure in it (a long line of many failures is read once)."""
+    lines: list[tuple[int, int]] = []
+    for end in sorted(fails.tolist()):
+        if not lines or not lines[-1][0] <= end - 1 < lines[-1][1]:
+            lines.append(_line_at(data, end - 1, segments))
+    return lines
+
+
+def _ending_in(ends: Positions, spans: list[tuple[int, int]]) -> Flags:
+    """Per match end, whether it is in one of `spans` (sorted, not overlapping): lo < end <= hi, by one search,
+    not a pass over the ends per span (thousands of joined files' segments)."""
+    import numpy as np
+
+    los = np.array([lo for lo, _ in spans], dtype=np.int64)
+    his = np.array([hi for _, hi in spans], dtype=np.int64)
+    span = np.searchsorted(los, ends, side="left") - 1  # the last span starting before the end
+    inside: Flags = (span >= 0) & (ends <= his[np.maximum(span, 0)])
+    return inside
 
 
 def _line_at(data: Bytes, at: int, segments: list[tuple[int, int]]) -> tuple[int, int]:
