@@ -419,9 +419,19 @@ def _derived(
     if fired:
         which, stop = which[~triggered], stop[~triggered]
     more_which, more_stop = np.concatenate(found_which), np.concatenate(found_stop)
+    which, stop = _by_end(stop, more_stop, (which, more_which), (stop, more_stop))
+    return which, stop
+
+
+def _by_end(stop: Positions, more_stop: Positions, *columns: tuple[Positions, Positions]) -> tuple[Positions, ...]:
+    """The pass's matches (ending at `stop`, in order) with more matches (ending at `more_stop`, any order) put
+    among them in the order of their ends, each after the pass's own ending at the same offset: per column, the
+    pass's values and the more's, merged."""
+    import numpy as np
+
     order = np.argsort(more_stop, kind="stable")
     at = np.searchsorted(stop, more_stop[order], side="right")
-    return np.insert(which, at, more_which[order]), np.insert(stop, at, more_stop[order])
+    return tuple(np.insert(mine, at, theirs[order]) for mine, theirs in columns)
 
 
 def _checked(
@@ -476,13 +486,8 @@ def _checked(
     if not more:
         return which, stop, last
     more_which, more_stop, more_last = (np.concatenate([m[k] for m in more]) for k in range(3))
-    order = np.argsort(more_stop, kind="stable")
-    at = np.searchsorted(stop, more_stop[order], side="right")
-    return (
-        np.insert(which, at, more_which[order]),
-        np.insert(stop, at, more_stop[order]),
-        np.insert(last, at, more_last[order]),
-    )
+    which, stop, last = _by_end(stop, more_stop, (which, more_which), (stop, more_stop), (last, more_last))
+    return which, stop, last
 
 
 MANY_FAILURES = 256  # more failure reports in a part: not a line at a time (hostile input costs one more scan)
