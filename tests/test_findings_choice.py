@@ -373,10 +373,7 @@ def test_the_drivers_read_of_the_files_chooses_and_details_exactly(tmp_path, mon
     assert max(counts.values()) > 2 * keep
     rows, groups = fd.chosen_of_files(files, ("rule", "entry"))
     assert {(g["bundle"], g["kind"], g["name"]): g["cnt"] for g in groups} == counts
-    found: dict[tuple, set] = {}
-    for row in rows:
-        found.setdefault((row["bundle"], row["kind"], row["name"]), set()).add(tuple(row[k] for k in ORDER_KEYS))
-    assert found == chosen
+    assert _chosen_by_group(rows) == chosen
     place = {tuple(e[k] for k in ORDER_KEYS): e for e in events}
     wanted = set(random.Random(7).sample(sorted(place), 25))
     read = fd.rows_of_files(files, wanted).to_pylist()
@@ -389,6 +386,14 @@ def test_the_drivers_read_of_the_files_chooses_and_details_exactly(tmp_path, mon
     raw[held_here] |= {"time": None, "ts": "2026-11-27 10:00:00,000"}
     pq.write_table(pa.Table.from_pylist(raw, pq.read_schema(files[0])), files[0])
     assert fd.chosen_of_files(files, ("rule", "entry")) is None
+
+
+def _chosen_by_group(rows) -> dict[tuple, set]:
+    """The chosen rows' places per (bundle, kind, name), as _reference gives its choice."""
+    found: dict[tuple, set] = {}
+    for row in rows:
+        found.setdefault((row["bundle"], row["kind"], row["name"]), set()).add(tuple(row[k] for k in ORDER_KEYS))
+    return found
 
 
 def _matches_flat(events: list[dict]) -> list[dict]:
@@ -422,10 +427,7 @@ def test_the_files_choices_are_merged_a_few_at_a_time(tmp_path, monkeypatch, mer
     monkeypatch.setattr(fd, "_choose", lambda table, *args: merges.append(table.num_rows) or choose(table, *args))
     rows, groups = fd.chosen_of_files(files, ("rule", "entry"))
     assert {(g["bundle"], g["kind"], g["name"]): g["cnt"] for g in groups} == counts
-    found: dict[tuple, set] = {}
-    for row in rows:
-        found.setdefault((row["bundle"], row["kind"], row["name"]), set()).add(tuple(row[k] for k in ORDER_KEYS))
-    assert found == chosen
+    assert _chosen_by_group(rows) == chosen
     assert len(merges) == len(files) + -(-len(files) // merged)  # (a choice per file, then the merges)
 
 

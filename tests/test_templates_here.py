@@ -295,16 +295,18 @@ def test_the_cache_of_templates_is_bounded_and_keeps_them_right(tmp_path):
     assert masked.call_count >= 3
 
 
-def test_the_files_templates_are_merged_in_time_linear_in_them(tmp_path):
+@pytest.mark.parametrize("message", ["failed {} here", "\u8fde\u63a5 {} failed"], ids=["ascii", "non-ascii"])
+def test_the_files_templates_are_merged_in_time_linear_in_them(tmp_path, message):
     """Each file's templates wait, and are merged with those so far only once the waiting ones are as many: the
     rows grouped again stay a few times the rows read, however many files (one per scan task) a bundle has.
     Merged as each file came, 60 files of 40 distinct templates each grouped the rows again and again (files x
-    templates: 77,960); the answer is the same either way."""
+    templates: 77,960); the answer is the same either way. Non-ASCII messages, which wait grouped by message for
+    Spark's masks (PENDING), are merged the same way, not as each file comes."""
     manifest, blocks = manifest_and_blocks(tmp_path)
     row = {"sid": 0, "bundle": 0, "block": 0, "level": "WARN", "logger": "L", "repeats": 1, "time": 1}
     words = [a + b + c for a in string.ascii_lowercase for b in string.ascii_lowercase for c in "mnpqrstvwxz"]
     files = [
-        [{**row, "first_rel": n, "message": f"failed {words[40 * f + n]} here"} for n in range(40)] for f in range(60)
+        [{**row, "first_rel": n, "message": message.format(words[40 * f + n])} for n in range(40)] for f in range(60)
     ]
     grouped = []
     reduced = unexplained._reduced
@@ -317,30 +319,6 @@ def test_the_files_templates_are_merged_in_time_linear_in_them(tmp_path):
         found = templates_of_files(write(tmp_path, files), blocks, manifest, [], stand_in) or []
     assert len(found) == 60 * 40 and {t.count for t in found} == {1}
     # each file's rows grouped twice in the file (by message, then by template), then merged a few times over
-    assert sum(grouped) <= 6 * 60 * 40, sum(grouped)
-
-
-def test_non_ascii_messages_wait_for_spark_in_time_linear_in_the_files(tmp_path):
-    """Non-ASCII messages wait, grouped by message, for Spark's masks (PENDING): they too are merged only once the
-    waiting ones are as many, not as each file comes (60 files of 40 distinct messages: files x messages, 77,960
-    rows grouped again); the answer is the same either way."""
-    manifest, blocks = manifest_and_blocks(tmp_path)
-    row = {"sid": 0, "bundle": 0, "block": 0, "level": "WARN", "logger": "L", "repeats": 1, "time": 1}
-    words = [a + b + c for a in string.ascii_lowercase for b in string.ascii_lowercase for c in "mnpqrstvwxz"]
-    files = [
-        [{**row, "first_rel": n, "message": f"\u8fde\u63a5 {words[40 * f + n]} failed"} for n in range(40)]
-        for f in range(60)
-    ]
-    grouped = []
-    reduced = unexplained._reduced
-
-    def counted(rows, keys):
-        grouped.append(rows.num_rows)
-        return reduced(rows, keys)
-
-    with mock.patch.object(unexplained, "WAITING", 100), mock.patch.object(unexplained, "_reduced", counted):
-        found = templates_of_files(write(tmp_path, files), blocks, manifest, [], stand_in) or []
-    assert len(found) == 60 * 40 and {t.count for t in found} == {1}
     assert sum(grouped) <= 6 * 60 * 40, sum(grouped)
 
 
