@@ -224,7 +224,7 @@ def fail_pattern(literal: str, rests: list[list[Item]]) -> str:
     matches after it: at the first character where each rest fails (a character it cannot hold there, or the
     data's end). A repeat's failure character after the previous repeat also excludes that repeat's class: the
     previous repeat took every character of its class (where it stops is certain)."""
-    return _escaped(literal) + _fail_tree([list(r) for r in rests], frozenset(), False)
+    return escaped(literal) + _fail_tree([list(r) for r in rests], frozenset(), False)
 
 
 def _fail_tree(rests: list[list[Item]], before: frozenset[int], before_wide: bool) -> str:
@@ -272,7 +272,8 @@ def _char(code: int) -> str:
     return f"\\x{{{code:x}}}"
 
 
-def _escaped(text: str) -> str:
+def escaped(text: str) -> str:
+    """`text` as a Hyperscan pattern of its characters, each escaped (`\\x{..}`)."""
     return "".join(_char(ord(c)) for c in text)
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..runtime.userstate import cached, store
 from ..safety.masking import TRIGGER_RE2
-from .checked import Checked, fail_pattern, groups, member_of, parsed
+from .checked import Checked, escaped, fail_pattern, groups, member_of, parsed
 from .patterns import Unsupported, hyperscan_pattern
 
 if TYPE_CHECKING:
@@ -134,12 +134,9 @@ def _checks(
     out = [(n, p) for n, p in scanned if n not in members]
     for group in found:
         rests = [parsed(patterns[n]) for n in group.members]
-        out.append((group.found, "".join(f"\\x{{{ord(c):x}}}" for c in group.literal)))
+        out.append((group.found, escaped(group.literal)))
         out.append((group.failed, fail_pattern(group.literal, [r[1] for r in rests if r is not None])))
-        out += [
-            (m, "".join(f"\\x{{{ord(c):x}}}" for c in mark))
-            for m, mark in zip(group.marks, group.mark_texts, strict=True)
-        ]
+        out += [(m, escaped(mark)) for m, mark in zip(group.marks, group.mark_texts, strict=True)]
     return tuple(found), tuple(out)
 
 
